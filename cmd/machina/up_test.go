@@ -1,0 +1,199 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/lab"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// buildMachina compiles the machina binary for this test.
+func buildMachina(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "machina")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// upProcess runs `machina up` and collects its output lines.
+type upProcess struct {
+	cmd   *exec.Cmd
+	lines chan string
+	all   strings.Builder
+	done  chan struct{}
+}
+
+func startUp(t *testing.T, bin, stateDir string) *upProcess {
+	t.Helper()
+	// Build the control plane first so the test's deadlines measure start and stop, not a
+	// first-time compile.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if _, err := lab.EnsureBinaries(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "up", "--state-dir", stateDir)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	u := &upProcess{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
+	go func() {
+		s := bufio.NewScanner(pr)
+		for s.Scan() {
+			u.all.WriteString(s.Text() + "\n")
+			select {
+			case u.lines <- s.Text():
+			default:
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); pw.Close(); close(u.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-u.done
+	})
+	return u
+}
+
+func (u *upProcess) waitFor(t *testing.T, substr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-u.lines:
+			if strings.Contains(l, substr) {
+				return
+			}
+		case <-u.done:
+			t.Fatalf("machina up exited before printing %q:\n%s", substr, u.all.String())
+		case <-deadline:
+			t.Fatalf("machina up did not print %q within %s:\n%s", substr, timeout, u.all.String())
+		}
+	}
+}
+
+func (u *upProcess) waitExit(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-u.done:
+		return u.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("machina up still running %s after the signal:\n%s", timeout, u.all.String())
+		return -1
+	}
+}
+
+// processesMentioning lists live processes whose command line contains s (the state dir is
+// unique per test, so these are exactly the lab's components).
+func processesMentioning(s string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if strings.Contains(string(stat), ") Z ") { // a zombie has already exited
+			continue
+		}
+		found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return found
+}
+
+func expectNoLeftovers(t *testing.T, stateDir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := processesMentioning(stateDir)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left behind:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
+	bin := buildMachina(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	u := startUp(t, bin, stateDir)
+	u.waitFor(t, "machina lab is up", 3*time.Minute)
+	u.waitFor(t, "export KUBECONFIG="+filepath.Join(stateDir, "kubeconfig"), 5*time.Second)
+	u.waitFor(t, "kubectl get machines.machine.openshift.io -A", 5*time.Second)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var machines machinev1beta1.MachineList
+	if err := c.List(context.Background(), &machines); err != nil {
+		t.Fatalf("listing Machines with the lab's kubeconfig: %v", err)
+	}
+	if n := len(processesMentioning(stateDir)); n < 3 {
+		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running, found %d", n)
+	}
+
+	if err := u.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := u.waitExit(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, u.all.String())
+	}
+	expectNoLeftovers(t, stateDir)
+}
+
+func TestUpInterruptedDuringStartLeavesNothing(t *testing.T) {
+	bin := buildMachina(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	u := startUp(t, bin, stateDir)
+	u.waitFor(t, "lab: etcd", 2*time.Minute) // etcd is up, kube-apiserver is starting
+	if err := u.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := u.waitExit(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGINT during start:\n%s", code, u.all.String())
+	}
+	expectNoLeftovers(t, stateDir)
+}
+
+func TestUpKilledLeavesNoOrphans(t *testing.T) {
+	bin := buildMachina(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	u := startUp(t, bin, stateDir)
+	u.waitFor(t, "machina lab is up", 3*time.Minute)
+	if err := u.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	u.waitExit(t, 10*time.Second)
+	expectNoLeftovers(t, stateDir)
+}

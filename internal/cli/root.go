@@ -1,0 +1,70 @@
+// Package cli holds machina's command-line interface. Each command lives in its own file and
+// registers itself with addCommand from an init function, so commands never edit a shared list.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+var (
+	commands  []func() *cobra.Command
+	verbosity int
+)
+
+// addCommand registers a constructor for a top-level command.
+func addCommand(f func() *cobra.Command) { commands = append(commands, f) }
+
+// ExitError carries a process exit code and a message for the user.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// NewRootCommand builds the machina command tree.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "machina",
+		Short: "Machine lifecycle for Kubernetes: Machine API, Cluster API, and migration between them",
+		Long: `machina runs the machine layer of a Kubernetes cluster: the OpenShift Machine API
+(machine.openshift.io) and the Cluster API (cluster.x-k8s.io) controllers side by side, keeps
+their objects in sync, and hands authority over a Machine, MachineSet or MachineHealthCheck
+from one API to the other without disturbing the cloud instances underneath.
+
+Start here:
+  machina up          a complete lab on this machine: kube-apiserver, etcd, the simulated
+                      cloud and every controller; prints the KUBECONFIG to use
+  machina manager     run the controllers against an existing cluster
+  machina version     print the version`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			setupLogging(verbosity)
+		},
+	}
+	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity of controllers and clients (0 = info)")
+	for _, f := range commands {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute() int {
+	err := NewRootCommand().Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}

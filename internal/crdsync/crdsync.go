@@ -1,0 +1,143 @@
+// Package crdsync copies the upstream CRD manifests machina installs out of the pinned Go
+// modules into config/crd/upstream, and checks that the checked-in copies have not drifted.
+//
+// The modules are located with `go list -m -json`, so the versions are exactly the ones the
+// main module's go.mod pins.
+package crdsync
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Source is one CRD manifest taken from a module.
+type Source struct {
+	Module string // module path, resolved at the version go.mod pins
+	Path   string // file inside the module
+	Dest   string // file under config/crd/upstream
+}
+
+// Sources lists every upstream CRD machina installs.
+//
+// For machines and machinesets the TechPreviewNoUpgrade variant is the one that carries
+// spec/status.authoritativeAPI and status.synchronizedGeneration, which the migration needs.
+var Sources = []Source{
+	mapi("0000_10_machine-api_01_machines-TechPreviewNoUpgrade.crd.yaml", "machines.yaml"),
+	mapi("0000_10_machine-api_01_machinesets-TechPreviewNoUpgrade.crd.yaml", "machinesets.yaml"),
+	mapi("0000_10_machine-api_01_machinehealthchecks.crd.yaml", "machinehealthchecks.yaml"),
+	{
+		Module: openshiftAPI,
+		Path:   "config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
+		Dest:   "config.openshift.io/infrastructures.yaml",
+	},
+	capi("clusters"), capi("clusterclasses"), capi("machines"), capi("machinesets"),
+	capi("machinedeployments"), capi("machinepools"), capi("machinehealthchecks"), capi("machinedrainrules"),
+}
+
+const (
+	openshiftAPI = "github.com/openshift/api"
+	clusterAPI   = "sigs.k8s.io/cluster-api"
+)
+
+func mapi(file, dest string) Source {
+	return Source{Module: openshiftAPI, Path: "machine/v1beta1/zz_generated.crd-manifests/" + file,
+		Dest: "machine.openshift.io/" + dest}
+}
+
+func capi(plural string) Source {
+	return Source{Module: clusterAPI, Path: "core/config/crd/bases/cluster.x-k8s.io_" + plural + ".yaml",
+		Dest: "cluster.x-k8s.io/" + plural + ".yaml"}
+}
+
+// ModuleDir returns the directory of a module at the version the main module in repoRoot
+// requires, downloading it into the module cache if needed.
+func ModuleDir(repoRoot, module string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = repoRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %v: %s", module, err, strings.TrimSpace(stderr.String()))
+	}
+	var info struct{ Dir, Version, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", module, err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %s", module, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// Sync copies every source into repoRoot/config/crd/upstream. With check set it writes
+// nothing and returns the list of destination files that differ from their source.
+func Sync(repoRoot string, check bool) ([]string, error) {
+	dirs := map[string]string{}
+	var drifted []string
+	for _, s := range Sources {
+		dir, ok := dirs[s.Module]
+		if !ok {
+			d, err := ModuleDir(repoRoot, s.Module)
+			if err != nil {
+				return nil, err
+			}
+			dir, dirs[s.Module] = d, d
+		}
+		want, err := os.ReadFile(filepath.Join(dir, s.Path))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Module, err)
+		}
+		dest := filepath.Join(repoRoot, "config", "crd", "upstream", s.Dest)
+		have, err := os.ReadFile(dest)
+		if err == nil && bytes.Equal(have, want) {
+			continue
+		}
+		if check {
+			drifted = append(drifted, s.Dest)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dest, want, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if check {
+		extra, err := unlisted(repoRoot)
+		if err != nil {
+			return nil, err
+		}
+		drifted = append(drifted, extra...)
+	}
+	sort.Strings(drifted)
+	return drifted, nil
+}
+
+// unlisted finds files under config/crd/upstream that no source produces.
+func unlisted(repoRoot string) ([]string, error) {
+	known := map[string]bool{}
+	for _, s := range Sources {
+		known[filepath.ToSlash(s.Dest)] = true
+	}
+	base := filepath.Join(repoRoot, "config", "crd", "upstream")
+	var extra []string
+	err := filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		rel, _ := filepath.Rel(base, p)
+		if !known[filepath.ToSlash(rel)] {
+			extra = append(extra, filepath.ToSlash(rel)+" (not from any pinned module)")
+		}
+		return nil
+	})
+	return extra, err
+}

@@ -1,0 +1,155 @@
+package manager_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/machina-dev/machina/internal/lab/labtest"
+	mmgr "github.com/machina-dev/machina/internal/manager"
+)
+
+var started = make(chan string, 10)
+
+func init() {
+	for _, name := range []string{"alpha", "beta"} {
+		mmgr.Register(mmgr.Group{Name: name, Description: "test group " + name,
+			Setup: func(mgr ctrl.Manager, _ mmgr.Env) error {
+				return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+					started <- name
+					<-ctx.Done()
+					return nil
+				}))
+			}})
+	}
+}
+
+func names(gs []mmgr.Group) string {
+	var n []string
+	for _, g := range gs {
+		n = append(n, g.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func TestSelect(t *testing.T) {
+	for spec, want := range map[string]string{"*": "alpha,beta", "beta": "beta", "*,-alpha": "beta", "": "", "alpha, beta": "alpha,beta"} {
+		got, err := mmgr.Select(spec)
+		if err != nil {
+			t.Fatalf("%q: %v", spec, err)
+		}
+		if names(got) != want {
+			t.Errorf("Select(%q) = %s, want %s", spec, names(got), want)
+		}
+	}
+	_, err := mmgr.Select("alpha,gamma")
+	if err == nil || !strings.Contains(err.Error(), `"gamma"`) || !strings.Contains(err.Error(), "alpha, beta") {
+		t.Fatalf("unknown group error should name it and the known groups: %v", err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// The manager runs the selected groups only, wins a leader-election Lease and serves
+// health, readiness and metrics.
+func TestManagerAgainstLab(t *testing.T) {
+	l := labtest.Start(t)
+	c, err := client.New(l.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "machina-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := mmgr.Select("beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, probes := freeAddr(t), freeAddr(t)
+	mgr, err := mmgr.New(l.Config, mmgr.Options{MetricsAddr: metrics, HealthProbeAddr: probes,
+		LeaderElection: true, LeaderElectionNamespace: "machina-system", LeaderElectionID: "machina-test", Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+
+	select {
+	case name := <-started:
+		if name != "beta" {
+			t.Fatalf("group %s ran but only beta was selected", name)
+		}
+	case err := <-errc:
+		t.Fatalf("manager stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("selected group never started (leader election not won?)")
+	}
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "machina-system", Name: "machina-test"}, &lease); err != nil {
+		t.Fatalf("leader-election Lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatal("leader-election Lease has no holder")
+	}
+	for _, probe := range []struct{ url, want string }{
+		{"http://" + probes + "/healthz", "ok"},
+		{"http://" + probes + "/readyz", "ok"},
+		{"http://" + metrics + "/metrics", "controller_runtime_"},
+	} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body, err := get(probe.url)
+			if err == nil && code == 200 && strings.Contains(body, probe.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d %v %.200s", probe.url, code, err, body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	select {
+	case name := <-started:
+		t.Fatalf("group %s started although not selected", name)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("manager exit: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("manager did not stop")
+	}
+}
