@@ -1,0 +1,37 @@
+package gate
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ClusterAPI applies the paused gate of the Cluster API contract to obj: it is paused when it
+// carries the cluster.x-k8s.io/paused annotation or when its Cluster (nil if unknown) has
+// spec.paused set. conds is the object's status.conditions, where the Paused condition is
+// set with the object's generation; the returned bool says whether it changed.
+func ClusterAPI(obj client.Object, cluster *clusterv1.Cluster, conds *[]metav1.Condition) (Decision, bool) {
+	d := Decision{}
+	switch {
+	case cluster != nil && cluster.Spec.Paused != nil && *cluster.Spec.Paused:
+		d.Paused, d.Message = true, "Cluster "+cluster.Name+" has spec.paused set"
+	case HasPausedAnnotation(obj):
+		d.Paused, d.Message = true, "the object has the "+clusterv1.PausedAnnotation+" annotation"
+	}
+	cond := metav1.Condition{Type: clusterv1.PausedCondition, ObservedGeneration: obj.GetGeneration(),
+		Status: metav1.ConditionFalse, Reason: clusterv1.NotPausedReason}
+	if d.Paused {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, clusterv1.PausedReason, d.Message
+	}
+	if conds == nil {
+		return d, false
+	}
+	return d, meta.SetStatusCondition(conds, cond)
+}
+
+// HasPausedAnnotation reports whether obj carries cluster.x-k8s.io/paused (any value).
+func HasPausedAnnotation(obj client.Object) bool {
+	_, ok := obj.GetAnnotations()[clusterv1.PausedAnnotation]
+	return ok
+}
