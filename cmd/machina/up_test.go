@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -14,9 +15,12 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/scheme"
 )
@@ -159,6 +163,29 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	if err := c.List(context.Background(), &machines); err != nil {
 		t.Fatalf("listing Machines with the lab's kubeconfig: %v", err)
 	}
+	// The embedded cloud and controllers turn a Machine into a running instance and a Node.
+	ps, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
+		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
+		Region:   "sim-east-1", Zone: "sim-east-1b", InstanceType: "s1.small", Image: "sim-rhcos-9"})
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "up-test", Namespace: "default"},
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: ps}}}}
+	if err := c.Create(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Machine not Running with a Node in the lab: phase %v conditions %+v", m.Status.Phase, m.Status.Conditions)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	if n := len(processesMentioning(stateDir)); n < 3 {
 		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running, found %d", n)
 	}

@@ -45,7 +45,9 @@ Start here:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			setupLogging(verbosity)
+			if cmd.Name() != "up" { // machina up logs to a file in its state directory
+				setupLogging(verbosity)
+			}
 		},
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity of controllers and clients (0 = info)")

@@ -7,19 +7,27 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/machina-dev/machina/internal/cloud/kubelet"
+	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/flock"
 	"github.com/machina-dev/machina/internal/lab"
+	"github.com/machina-dev/machina/internal/manager"
 )
 
 func init() { addCommand(newUpCommand) }
 
 type upFlags struct {
-	stateDir string
-	fresh    bool
+	stateDir     string
+	fresh        bool
+	controllers  string
+	cloudListen  string
+	pendingDelay time.Duration
 }
 
 func defaultStateDir() string {
@@ -40,7 +48,10 @@ func newUpCommand() *cobra.Command {
   - a real etcd, kube-apiserver and kube-controller-manager (garbage collection,
     PodDisruptionBudgets, node lifecycle, namespaces),
   - every CRD machina serves: Machine API, Cluster API, config.openshift.io and the
-    simulated provider's kinds.
+    simulated provider's kinds,
+  - the simulated cloud, whose instances register as Nodes in the lab,
+  - machina's controllers (all groups unless --controllers says otherwise); their logs go
+    to logs/manager.log in the state directory.
 
 The first run builds the control-plane binaries from source (about 5-6 minutes on 2 cores);
 they are cached by version and later starts take a few seconds.
@@ -59,6 +70,9 @@ lets kubectl (or any client) reach the lab.`,
 	}
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", defaultStateDir(), "directory for the lab's data, logs and kubeconfig")
 	cmd.Flags().BoolVar(&f.fresh, "fresh", false, "delete the lab's previous data before starting")
+	cmd.Flags().StringVar(&f.controllers, "controllers", "*", "controller groups to run (see machina manager --help); empty runs none")
+	cmd.Flags().StringVar(&f.cloudListen, "cloud-listen", "127.0.0.1:0", "loopback address of the simulated cloud's API")
+	cmd.Flags().DurationVar(&f.pendingDelay, "pending-delay", 2*time.Second, "how long a new cloud instance stays pending before it runs")
 	return cmd
 }
 
@@ -78,13 +92,27 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	}
 	defer unlock()
 	if f.fresh {
-		for _, sub := range []string{"etcd", "logs", "pki", "kubeconfig"} {
+		for _, sub := range []string{"etcd", "logs", "pki", "kubeconfig", "cloud"} {
 			if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 				return err
 			}
 		}
 	}
 
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "logs", "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	setupLoggingTo(logFile, verbosity)
+
+	groups, err := manager.Select(f.controllers)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("--controllers: %w", err)}
+	}
 	fmt.Fprintf(progress, "machina up: starting the lab in %s\n", dir)
 	l, err := lab.Start(ctx, lab.Options{Dir: dir, ControllerManager: true, Progress: progress})
 	if err != nil {
@@ -100,27 +128,90 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 		fmt.Fprintln(progress, "machina up: stopped")
 	}()
 
+	cloud, err := startLabCloud(ctx, dir, f, l)
+	if err != nil {
+		return err
+	}
+	defer cloud.Close()
+	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", cloud.URL())
+
+	mgrErr, err := startLabManager(ctx, dir, l, groups, cloud.URL())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "machina up: %d controller group(s) running: %s\n", len(groups), groupNames(groups))
+
 	fmt.Fprintf(out, `
 machina lab is up. In another terminal:
 
   export KUBECONFIG=%s
   kubectl get machines.machine.openshift.io -A
 
-Press Ctrl-C to stop. Data is kept in %s (logs in %s).
-`, l.KubeconfigPath, dir, filepath.Join(dir, "logs"))
+Simulated cloud: %s   Press Ctrl-C to stop.
+Data is kept in %s (logs in %s).
+`, l.KubeconfigPath, cloud.URL(), dir, filepath.Join(dir, "logs"))
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			<-mgrErr
 			return nil
+		case err := <-mgrErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the controllers stopped: %w", err)
 		case <-tick.C:
 			if err := l.Failed(); err != nil {
 				return fmt.Errorf("the lab failed: %w", err)
 			}
 		}
 	}
+}
+
+// startLabCloud runs the simulated cloud embedded, its kubelet registering Nodes in the lab
+// with the lab's heartbeat timing.
+func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*server.Server, error) {
+	srv, err := server.New(server.Options{
+		StateDir: filepath.Join(dir, "cloud"), Addr: f.cloudListen, KubeConfig: l.Config,
+		Delays: server.Delays{Pending: f.pendingDelay, ShuttingDown: f.pendingDelay},
+		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod,
+			PodStopTime: 2 * time.Second},
+		Logger: ctrl.Log.WithName("cloud"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, fmt.Errorf("starting the simulated cloud: %w", err)
+	}
+	return srv, nil
+}
+
+// startLabManager runs the controllers in this process; the returned channel yields
+// the manager's result when it stops.
+func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manager.Group, cloudURL string) (<-chan error, error) {
+	mgr, err := manager.New(l.Config, manager.Options{MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "0",
+		Groups: groups, Env: manager.Env{CloudURL: cloudURL}})
+	if err != nil {
+		return nil, fmt.Errorf("controllers: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return done, nil
+}
+
+func groupNames(gs []manager.Group) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = g.Name
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // lockStateDir refuses a second `machina up` on the same state directory.

@@ -68,6 +68,7 @@ func MachineAPI(obj client.Object) (Decision, bool, error) {
 	case machinev1beta1.MachineAuthorityMachineAPI:
 		d.Message = "status.authoritativeAPI is MachineAPI: the Machine API controllers reconcile this resource"
 		cond.Status, cond.Reason = corev1.ConditionFalse, AuthoritativeAPIMachineAPIReason
+		cond.Severity = machinev1beta1.ConditionSeverityInfo
 	case machinev1beta1.MachineAuthorityMigrating:
 		d.Paused = true
 		d.Message = "status.authoritativeAPI is Migrating: authority is being handed over, nothing reconciles this resource until it is done"

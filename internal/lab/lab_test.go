@@ -34,7 +34,7 @@ func simProviderSpec(t *testing.T) *runtime.RawExtension {
 		Region:       "sim-east-1",
 		Zone:         "sim-east-1a",
 		InstanceType: "s1.large",
-		Image:        "sim-linux-1",
+		Image:        "sim-rhcos-9",
 	}
 	return &runtime.RawExtension{Object: ps}
 }
@@ -52,7 +52,7 @@ func objects(t *testing.T) []client.Object {
 		InfrastructureRef: ref("SimMachine", "crud"),
 		Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("crud-bootstrap")},
 	}
-	instance := infrav1.InstanceSpec{InstanceType: "s1.large", Image: "sim-linux-1"}
+	instance := infrav1.InstanceSpec{InstanceType: "s1.large", Image: "sim-rhcos-9"}
 	return []client.Object{
 		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 			Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType}}},

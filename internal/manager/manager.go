@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,6 +35,9 @@ type Group struct {
 type Env struct {
 	// CloudURL is the simulated cloud's endpoint, for the simulated provider's controllers.
 	CloudURL string
+	// Resync is how often controllers look at healthy objects without an event (each
+	// controller's default when zero). Tests shorten it.
+	Resync time.Duration
 }
 
 var (
@@ -136,6 +141,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &lease,
+		// A process may run a manager again after stopping one (tests, crash simulations).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,148 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// Annotations the controller reads or writes.
+const (
+	// InstanceStateAnnotation mirrors the cloud's state of the Machine's instance.
+	InstanceStateAnnotation = "machine.openshift.io/instance-state"
+	// ExcludeNodeDrainingAnnotation skips the drain when the Machine is deleted.
+	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
+	// NodeMachineAnnotation on a Node names its Machine as <namespace>/<name> (set by NodeLink).
+	NodeMachineAnnotation = "machine.openshift.io/machine"
+)
+
+// Requeue intervals.
+const (
+	// PendingRequeue is how soon a Machine whose instance is still booting is looked at again.
+	PendingRequeue = 2 * time.Second
+	// DrainRequeue is how soon a drain that is not finished is tried again.
+	DrainRequeue = 5 * time.Second
+	// DefaultResync re-checks a healthy Machine's instance, so one that vanishes behind the
+	// controller's back is noticed even when no event arrives.
+	DefaultResync = 60 * time.Second
+)
+
+// Reconciler reconciles machine.openshift.io Machines.
+type Reconciler struct {
+	Client    client.Client
+	APIReader client.Reader // uncached reads (pods by node for the drain)
+	Actuator  Actuator
+	Recorder  record.EventRecorder
+	// Resync is how often a Machine is reconciled without events; DefaultResync when zero.
+	Resync time.Duration
+	// MaxConcurrentReconciles defaults to 10.
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller. Besides Machines it watches Nodes, so a Node
+// that goes away or turns NotReady brings its Machine back for a look at its instance.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 10
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineapi-machine").
+		For(&machinev1beta1.Machine{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[NodeMachineAnnotation], "/")
+	if !ok || ns == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// Reconcile is one pass over a Machine: gate, finalizer, then the normal or deletion steps.
+// Every change is persisted by one patch at the end, whatever path returns.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	m := &machinev1beta1.Machine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(m, r.Client)
+	defer func() {
+		err := helper.Patch(ctx, m)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && !m.DeletionTimestamp.IsZero():
+			// The finalizer was the last thing holding the Machine: it is gone.
+		case apierrors.IsConflict(err) && retErr == nil:
+			// Worked from a stale copy; the next pass sees the newer one.
+			res = ctrl.Result{Requeue: true}
+		default:
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Machine: %w", err)})
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+		}
+	}()
+
+	decision, _, err := gate.MachineAPI(m)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if decision.Paused {
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", decision.Message)
+		return ctrl.Result{}, nil
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, m)
+	}
+	// The finalizer must be stored before any cloud call, so an instance never outlives
+	// a Machine deleted in between.
+	// Storing it brings the Machine back through its watch.
+	if controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileNormal(ctx, m)
+}
+
+func (r *Reconciler) resync() time.Duration {
+	d := r.Resync
+	if d == 0 {
+		d = DefaultResync
+	}
+	// Spread resyncs so many Machines created together do not resync together.
+	return d + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
+func (r *Reconciler) event(m *machinev1beta1.Machine, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(m, typ, reason, format, args...)
+	}
+}

@@ -1,0 +1,81 @@
+package machine
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// reconcileNormal makes the instance exist and keeps the Machine's status current.
+func (r *Reconciler) reconcileNormal(ctx context.Context, m *machinev1beta1.Machine) (ctrl.Result, error) {
+	if phase(m) == machinev1beta1.PhaseFailed {
+		// Failed is terminal: only deletion moves the Machine on.
+		return ctrl.Result{}, nil
+	}
+	exists, err := r.Actuator.Exists(ctx, m)
+	if err != nil {
+		setInstanceExists(m, corev1.ConditionUnknown, "ErrorCheckingProvider", err.Error())
+		return r.retry(m, "ErrorCheckingProvider", err)
+	}
+	if exists {
+		setInstanceExists(m, corev1.ConditionTrue, "InstanceExists", "the instance exists")
+		if err := r.Actuator.Update(ctx, m); err != nil {
+			return r.retry(m, "UpdateError", err)
+		}
+		return r.afterProvisioned(m)
+	}
+	if provisionedBefore(m) {
+		setInstanceExists(m, corev1.ConditionFalse, "InstanceMissing", "the instance was terminated outside of machina")
+		r.fail(m, machinev1beta1.CreateMachineError, "Can't find created instance: it was deleted outside of machina")
+		return ctrl.Result{}, nil
+	}
+	r.setPhase(m, machinev1beta1.PhaseProvisioning)
+	setInstanceExists(m, corev1.ConditionFalse, "InstanceNotCreated", "the instance is being created")
+	if err := r.Actuator.Create(ctx, m); err != nil {
+		return r.retry(m, "CreateError", err)
+	}
+	r.event(m, corev1.EventTypeNormal, "Created", "Created instance for Machine %s", m.Name)
+	setCreation(m, corev1.ConditionTrue, "MachineCreationSucceeded", "the instance was created")
+	setInstanceExists(m, corev1.ConditionTrue, "InstanceExists", "the instance exists")
+	return r.afterProvisioned(m)
+}
+
+// afterProvisioned sets Provisioned or Running and decides when to look again.
+func (r *Reconciler) afterProvisioned(m *machinev1beta1.Machine) (ctrl.Result, error) {
+	clearError(m)
+	if m.Status.NodeRef != nil {
+		r.setPhase(m, machinev1beta1.PhaseRunning)
+	} else {
+		r.setPhase(m, machinev1beta1.PhaseProvisioned)
+	}
+	if m.Annotations[InstanceStateAnnotation] == "pending" {
+		return ctrl.Result{RequeueAfter: PendingRequeue}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.resync()}, nil
+}
+
+// retry turns an actuator error into a terminal failure, a condition and a requeue, or a
+// plain error (controller-runtime's exponential backoff).
+func (r *Reconciler) retry(m *machinev1beta1.Machine, reason string, err error) (ctrl.Result, error) {
+	if t, ok := asTerminal(err); ok {
+		setCreation(m, corev1.ConditionFalse, string(t.Reason), t.Message)
+		r.fail(m, t.Reason, t.Message)
+		return ctrl.Result{}, nil
+	}
+	if rq, ok := asRequeue(err); ok {
+		setCreation(m, corev1.ConditionFalse, rq.Reason, rq.Error())
+		r.event(m, corev1.EventTypeWarning, rq.Reason, "%v", rq.Err)
+		return ctrl.Result{RequeueAfter: rq.After}, nil
+	}
+	setCreation(m, corev1.ConditionFalse, reason, err.Error())
+	r.event(m, corev1.EventTypeWarning, reason, "%v", err)
+	return ctrl.Result{}, err
+}
+
+// provisionedBefore reports whether the Machine once had an instance: then a missing
+// instance means it vanished, not that it is still to be created.
+func provisionedBefore(m *machinev1beta1.Machine) bool {
+	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
+}

@@ -1,0 +1,212 @@
+// Package nodelink links Nodes to Machine API Machines: it finds a Node's Machine by provider
+// ID (falling back to an internal IP), records the Node in the Machine's status.nodeRef,
+// annotates the Node with its Machine, and applies the Machine's spec.metadata.labels and
+// spec.taints to the Node.
+package nodelink
+
+import (
+	"context"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
+	"github.com/machina-dev/machina/internal/gate"
+)
+
+// Cache index names.
+const (
+	nodeProviderIDIndex    = "nodelink.node.providerID"
+	nodeInternalIPIndex    = "nodelink.node.internalIP"
+	machineProviderIDIndex = "nodelink.machine.providerID"
+	machineInternalIPIndex = "nodelink.machine.internalIP"
+)
+
+// Reconciler links one Node at a time.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
+
+// SetupWithManager registers the indexes and the controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	for _, i := range []struct {
+		obj   client.Object
+		name  string
+		value func(client.Object) []string
+	}{
+		{&corev1.Node{}, nodeProviderIDIndex, func(o client.Object) []string { return nonEmpty(o.(*corev1.Node).Spec.ProviderID) }},
+		{&corev1.Node{}, nodeInternalIPIndex, func(o client.Object) []string { return nodeIPs(o.(*corev1.Node)) }},
+		{&machinev1beta1.Machine{}, machineProviderIDIndex, func(o client.Object) []string {
+			m := o.(*machinev1beta1.Machine)
+			if m.Spec.ProviderID == nil {
+				return nil
+			}
+			return nonEmpty(*m.Spec.ProviderID)
+		}},
+		{&machinev1beta1.Machine{}, machineInternalIPIndex, func(o client.Object) []string {
+			return machineIPs(o.(*machinev1beta1.Machine))
+		}},
+	} {
+		if err := idx.IndexField(ctx, i.obj, i.name, i.value); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineapi-nodelink").
+		For(&corev1.Node{}).
+		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToNodes)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(r)
+}
+
+func (r *Reconciler) machineToNodes(ctx context.Context, o client.Object) []reconcile.Request {
+	m := o.(*machinev1beta1.Machine)
+	var reqs []reconcile.Request
+	if m.Status.NodeRef != nil {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: m.Status.NodeRef.Name}})
+	}
+	if m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
+		var nodes corev1.NodeList
+		if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: *m.Spec.ProviderID}); err == nil {
+			for _, n := range nodes.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+			}
+		}
+	}
+	return reqs
+}
+
+// Reconcile links a Node and its Machine.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !node.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	m, err := r.machineFor(ctx, node)
+	if err != nil || m == nil {
+		return ctrl.Result{}, err
+	}
+	// The Machine's authority decides who links its Node: the Cluster API Machine
+	// controller does when Cluster API owns it.
+	if d, _, err := gate.MachineAPI(m.DeepCopy()); err != nil || d.Paused {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateNode(ctx, node, m); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating Node %s: %w", node.Name, err)
+	}
+	if ref := m.Status.NodeRef; ref == nil || ref.Name != node.Name || ref.UID != node.UID {
+		base := m.DeepCopy()
+		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
+		if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("setting nodeRef of Machine %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		log.FromContext(ctx).V(1).Info("linked", "machine", m.Namespace+"/"+m.Name)
+	}
+	return ctrl.Result{}, nil
+}
+
+// machineFor finds the Machine of a Node: by provider ID, else by a shared internal IP.
+func (r *Reconciler) machineFor(ctx context.Context, node *corev1.Node) (*machinev1beta1.Machine, error) {
+	var list machinev1beta1.MachineList
+	if node.Spec.ProviderID != "" {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{machineProviderIDIndex: node.Spec.ProviderID}); err != nil {
+			return nil, err
+		}
+		if len(list.Items) > 0 {
+			return &list.Items[0], nil
+		}
+	}
+	for _, ip := range nodeIPs(node) {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{machineInternalIPIndex: ip}); err != nil {
+			return nil, err
+		}
+		if len(list.Items) == 1 {
+			return &list.Items[0], nil
+		}
+	}
+	return nil, nil
+}
+
+// updateNode annotates the Node with its Machine and applies the Machine's labels and taints.
+// Labels and taints the Machine no longer lists are left alone: others may own them.
+func (r *Reconciler) updateNode(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) error {
+	base := node.DeepCopy()
+	changed := false
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	if want := m.Namespace + "/" + m.Name; node.Annotations[machine.NodeMachineAnnotation] != want {
+		node.Annotations[machine.NodeMachineAnnotation] = want
+		changed = true
+	}
+	for k, v := range m.Spec.ObjectMeta.Labels {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		if old, ok := node.Labels[k]; !ok || old != v {
+			node.Labels[k] = v
+			changed = true
+		}
+	}
+	for _, t := range m.Spec.Taints {
+		if !hasTaint(node.Spec.Taints, t) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return r.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect && x.Value == t.Value {
+			return true
+		}
+	}
+	return false
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func nodeIPs(n *corev1.Node) []string {
+	var ips []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address != "" {
+			ips = append(ips, a.Address)
+		}
+	}
+	return ips
+}
+
+func machineIPs(m *machinev1beta1.Machine) []string {
+	var ips []string
+	for _, a := range m.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address != "" {
+			ips = append(ips, a.Address)
+		}
+	}
+	return ips
+}

@@ -1,0 +1,52 @@
+// Package machineapi registers the Machine API controller group: the Machine controller with
+// the simulated cloud's actuator, and NodeLink. (MachineSet and MachineHealthCheck join it.)
+package machineapi
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/manager"
+)
+
+// GroupName is the --controllers name of this group.
+const GroupName = "machineapi"
+
+func init() {
+	manager.Register(manager.Group{
+		Name:        GroupName,
+		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, NodeLink",
+		Setup:       Setup,
+	})
+}
+
+// Setup adds the Machine API controllers to mgr.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	if env.CloudURL == "" {
+		return errors.New("the Machine API controllers need the simulated cloud: set --cloud-url")
+	}
+	cloud, err := cloudclient.New(env.CloudURL, cloudclient.Options{
+		// A controller retries by requeueing; a short in-call retry keeps workers free.
+		MaxRetries: 2, MaxBackoff: time.Second, UserAgent: "machina-machineapi",
+	})
+	if err != nil {
+		return err
+	}
+	if err := (&machine.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Actuator:  &simactuator.Actuator{Cloud: cloud, Client: mgr.GetClient()},
+		Recorder:  mgr.GetEventRecorderFor("machineapi-machine"),
+		Resync:    env.Resync,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&nodelink.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
+}

@@ -1,0 +1,90 @@
+// Package patch persists what a reconcile changed in an object, with as few API writes as
+// possible: nothing when nothing changed, one patch for metadata and spec, one for status.
+//
+// Both patches carry the resourceVersion the reconcile started from (optimistic locking), so
+// a reconcile working from a stale copy never overwrites another writer's finalizers or
+// conditions: it gets a conflict and runs again on fresh data.
+package patch
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Helper remembers an object as it was read.
+type Helper struct {
+	c      client.Client
+	before client.Object
+}
+
+// NewHelper snapshots obj; call it right after reading the object.
+func NewHelper(obj client.Object, c client.Client) *Helper {
+	return &Helper{c: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// Patch writes the differences between the snapshot and obj. obj is updated with the
+// server's answer (new resourceVersion) and keeps the status the reconcile wanted.
+func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
+	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h.before)
+	if err != nil {
+		return err
+	}
+	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	beforeStatus, afterStatus := before["status"], after["status"]
+	delete(before, "status")
+	delete(after, "status")
+	mainChanged := !equality.Semantic.DeepEqual(before, after)
+	statusChanged := !equality.Semantic.DeepEqual(beforeStatus, afterStatus)
+
+	base := h.before
+	if mainChanged {
+		desired := obj.DeepCopyObject().(client.Object)
+		if err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		// The answer carries the stored status; the base of the status patch is the object
+		// as it is now stored, and obj gets back the status the reconcile wants.
+		base = obj.DeepCopyObject().(client.Object)
+		if err := copyStatus(desired, obj); err != nil {
+			return err
+		}
+	}
+	if statusChanged {
+		if err := h.c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+	}
+	h.before = obj.DeepCopyObject().(client.Object)
+	return nil
+}
+
+// copyStatus sets dst's status to src's.
+func copyStatus(src, dst client.Object) error {
+	s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
+	if err != nil {
+		return err
+	}
+	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dst)
+	if err != nil {
+		return err
+	}
+	if st, ok := s["status"]; ok {
+		d["status"] = st
+	} else {
+		delete(d, "status")
+	}
+	fresh := reflect.New(reflect.TypeOf(dst).Elem()).Interface()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d, fresh); err != nil {
+		return err
+	}
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(fresh).Elem())
+	return nil
+}
