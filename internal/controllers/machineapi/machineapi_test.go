@@ -40,8 +40,8 @@ func startEnv(t *testing.T) *testenv.Env {
 
 func providerSpec(mutate func(*infrav1.SimMachineProviderSpec)) *runtime.RawExtension {
 	ps := &infrav1.SimMachineProviderSpec{
-		TypeMeta:     metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:       "sim-east-1", Zone: "sim-east-1a", InstanceType: "s1.large", Image: "sim-rhcos-9",
+		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
+		Region:   "sim-east-1", Zone: "sim-east-1a", InstanceType: "s1.large", Image: "sim-rhcos-9",
 	}
 	if mutate != nil {
 		mutate(ps)
@@ -114,6 +114,9 @@ func TestMachineAPI(t *testing.T) {
 	t.Run("CloudOutageRetriesWithoutFailing", testOutage)
 	t.Run("ClusterAPIAuthoritativeIsLeftAlone", testPaused)
 	t.Run("RestartMidProvisioningCreatesOneInstance", testRestart)
+	t.Run("MachineSetDeletePolicies", testMachineSetDeletePolicies)
+	t.Run("MachineSetDeleteAnnotationAdoptionAndCascade", testMachineSetDeleteAnnotationAdoptionAndCascade)
+	t.Run("MachineSetClusterAPITemplate", testMachineSetClusterAPITemplate)
 }
 
 func testProvision(t *testing.T) {

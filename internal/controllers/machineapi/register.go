@@ -11,6 +11,7 @@ import (
 
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/machineset"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
 	"github.com/machina-dev/machina/internal/manager"
@@ -22,7 +23,7 @@ const GroupName = "machineapi"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, NodeLink",
+		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, MachineSet, NodeLink",
 		Setup:       Setup,
 	})
 }
@@ -46,6 +47,10 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Recorder:  mgr.GetEventRecorderFor("machineapi-machine"),
 		Resync:    env.Resync,
 	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&machineset.Reconciler{Client: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("machineapi-machineset")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&nodelink.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)

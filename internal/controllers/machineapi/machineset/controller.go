@@ -1,0 +1,204 @@
+// Package machineset is the Machine API MachineSet controller: it keeps spec.replicas Machines
+// matching a MachineSet's selector, created from its template, adopts matching orphans,
+// chooses which Machines to delete by the delete policy, and reports status (including the
+// label selector that makes `kubectl scale` work through the scale subresource).
+package machineset
+
+import (
+	"context"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// DeleteMachineAnnotation marks a Machine to be deleted first when its MachineSet scales down.
+const DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
+
+// Reconciler reconciles machine.openshift.io MachineSets.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	expect *expectations
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller: MachineSets, their Machines (and orphans that
+// match), and Nodes (a Node turning Ready changes readyReplicas).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.expect = newExpectations()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineapi-machineset").
+		For(&machinev1beta1.MachineSet{}).
+		Watches(&machinev1beta1.Machine{}, r.machineHandler()).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToSets)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 5}).
+		Complete(r)
+}
+
+// machineHandler enqueues a Machine's MachineSet(s) and counts the events the
+// expectations wait for.
+func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.machineToSets(ctx, o) {
+			q.Add(req)
+		}
+	}
+	owner := func(o client.Object) (types.NamespacedName, bool) {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "MachineSet" {
+			return types.NamespacedName{}, false
+		}
+		return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := owner(e.Object); ok {
+				r.expect.observeCreate(key)
+			}
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := owner(e.ObjectNew); ok && e.ObjectNew.GetDeletionTimestamp() != nil {
+				r.expect.observeDelete(key, e.ObjectNew)
+			}
+			enqueue(ctx, e.ObjectNew, q)
+			if !equalOwner(e.ObjectOld, e.ObjectNew) {
+				enqueue(ctx, e.ObjectOld, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := owner(e.Object); ok {
+				r.expect.observeDelete(key, e.Object)
+			}
+			enqueue(ctx, e.Object, q)
+		},
+	}
+}
+
+func equalOwner(a, b client.Object) bool {
+	ra, rb := metav1.GetControllerOf(a), metav1.GetControllerOf(b)
+	return (ra == nil && rb == nil) || (ra != nil && rb != nil && ra.UID == rb.UID)
+}
+
+// machineToSets maps a Machine to its controlling MachineSet, or to every MachineSet whose
+// selector matches it when it is an orphan.
+func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		if ref.Kind != "MachineSet" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+	var sets machinev1beta1.MachineSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sets.Items {
+		if sel, err := metav1.LabelSelectorAsSelector(&sets.Items[i].Spec.Selector); err == nil && !sel.Empty() &&
+			sel.Matches(labels.Set(o.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) nodeToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := splitKey(o.GetAnnotations()["machine.openshift.io/machine"])
+	if !ok {
+		return nil
+	}
+	var m machinev1beta1.Machine
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err != nil {
+		return nil
+	}
+	if ref := metav1.GetControllerOf(&m); ref != nil && ref.Kind == "MachineSet" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ref.Name}}}
+	}
+	return nil
+}
+
+// Reconcile brings one MachineSet's Machines to the desired count and reports status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ms := &machinev1beta1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expect.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(ms, r.Client)
+	defer func() {
+		err := helper.Patch(ctx, ms)
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err) && retErr == nil:
+			res = ctrl.Result{Requeue: true}
+		default:
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching MachineSet: %w", err)})
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+		}
+	}()
+
+	decision, _, err := gate.MachineAPI(ms)
+	if err != nil || decision.Paused {
+		return ctrl.Result{}, err
+	}
+	if !ms.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove the Machines.
+		return ctrl.Result{}, nil
+	}
+	if err := validate(ms); err != nil {
+		ms.Status.ErrorReason = ptrTo(machinev1beta1.InvalidConfigurationMachineSetError)
+		ms.Status.ErrorMessage = ptrTo(err.Error())
+		r.event(ms, corev1.EventTypeWarning, "InvalidConfiguration", "%v", err)
+		return ctrl.Result{}, nil
+	}
+	ms.Status.ErrorReason, ms.Status.ErrorMessage = nil, nil
+
+	machines, err := r.ownedMachines(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var scaleErr error
+	if r.expect.satisfied(req.NamespacedName) {
+		scaleErr = r.scale(ctx, ms, machines)
+	}
+	requeue, err := r.updateStatus(ctx, ms, machines)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if scaleErr != nil {
+		return ctrl.Result{}, scaleErr
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+func (r *Reconciler) event(ms *machinev1beta1.MachineSet, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ms, typ, reason, format, args...)
+	}
+}

@@ -1,0 +1,189 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// createBurst bounds how many Machines one reconcile creates or deletes in parallel.
+const createBurst = 16
+
+// validate checks what the apiserver's schema cannot: the selector must select the template.
+func validate(ms *machinev1beta1.MachineSet) error {
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("spec.selector: Invalid value: %v", err)
+	}
+	if sel.Empty() {
+		return fmt.Errorf("spec.selector: Required value: an empty selector would select every Machine")
+	}
+	if !sel.Matches(labels.Set(ms.Spec.Template.ObjectMeta.Labels)) {
+		return fmt.Errorf("spec.template.metadata.labels: Invalid value: %v: `selector` does not match template `labels`",
+			ms.Spec.Template.ObjectMeta.Labels)
+	}
+	return nil
+}
+
+// ownedMachines returns the MachineSet's Machines, adopting orphans that match its selector
+// and releasing owned ones that no longer match.
+func (r *Reconciler) ownedMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
+	sel, _ := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	var list machinev1beta1.MachineList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []*machinev1beta1.Machine
+	for i := range list.Items {
+		m := &list.Items[i]
+		ref := metav1.GetControllerOf(m)
+		matches := sel.Matches(labels.Set(m.Labels))
+		switch {
+		case ref != nil && ref.UID == ms.UID && matches:
+			out = append(out, m)
+		case ref == nil && matches && m.DeletionTimestamp.IsZero():
+			if err := r.adopt(ctx, ms, m); err != nil {
+				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+					continue
+				}
+				return nil, err
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, m *machinev1beta1.Machine) error {
+	base := m.DeepCopy()
+	m.OwnerReferences = append(m.OwnerReferences, *ownerRef(ms))
+	if err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.event(ms, corev1.EventTypeNormal, "Adopted", "Adopted orphan Machine %s", m.Name)
+	return nil
+}
+
+func ownerRef(ms *machinev1beta1.MachineSet) *metav1.OwnerReference {
+	return metav1.NewControllerRef(ms, machinev1beta1.GroupVersion.WithKind("MachineSet"))
+}
+
+// scale creates or deletes Machines so that the active ones equal spec.replicas.
+func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) error {
+	var active []*machinev1beta1.Machine
+	for _, m := range machines {
+		if m.DeletionTimestamp.IsZero() {
+			active = append(active, m)
+		}
+	}
+	want := int(ptr.Deref(ms.Spec.Replicas, 1))
+	key := client.ObjectKeyFromObject(ms)
+	switch diff := want - len(active); {
+	case diff > 0:
+		r.expect.expect(key, diff, 0)
+		err := parallel(diff, func(int) error { return r.createMachine(ctx, ms) }, func() { r.expect.observeFailedCreate(key) })
+		if err != nil {
+			return fmt.Errorf("creating Machines: %w", err)
+		}
+		r.event(ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s)", diff)
+	case diff < 0:
+		victims := chooseVictims(active, -diff, ms.Spec.DeletePolicy)
+		r.expect.expect(key, 0, len(victims))
+		err := parallel(len(victims), func(i int) error {
+			err := r.Client.Delete(ctx, victims[i])
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}, func() { r.expect.observeFailedDelete(key) })
+		if err != nil {
+			return fmt.Errorf("deleting Machines: %w", err)
+		}
+		names := make([]string, len(victims))
+		for i, v := range victims {
+			names[i] = v.Name
+		}
+		r.event(ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// createMachine creates one Machine from the template. Its authority follows the template:
+// a template that says ClusterAPI makes Machines that are Cluster API-authoritative from birth.
+func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet) error {
+	t := ms.Spec.Template
+	m := &machinev1beta1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            machineName(ms.Name),
+			Namespace:       ms.Namespace,
+			Labels:          copyMap(t.ObjectMeta.Labels),
+			Annotations:     copyMap(t.ObjectMeta.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*ownerRef(ms)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	return r.Client.Create(ctx, m)
+}
+
+// machineName is <set>-<5 random characters>, shortened to stay a valid name.
+func machineName(set string) string {
+	if len(set) > 57 {
+		set = set[:57]
+	}
+	return set + "-" + utilrand.String(5)
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// parallel runs n operations with bounded concurrency, calling onFail for each failure.
+func parallel(n int, op func(i int) error, onFail func()) error {
+	sem := make(chan struct{}, createBurst)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := op(i); err != nil {
+				onFail()
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d failed, first: %w", len(errs), n, errs[0])
+	}
+	return nil
+}
+
+func splitKey(s string) (string, string, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	return ns, name, ok && ns != "" && name != ""
+}
+
+func ptrTo[T any](v T) *T { return &v }
