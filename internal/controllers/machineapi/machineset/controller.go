@@ -35,7 +35,7 @@ const DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	expect *expectations
+	expect   *expectations
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
