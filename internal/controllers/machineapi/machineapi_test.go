@@ -117,6 +117,10 @@ func TestMachineAPI(t *testing.T) {
 	t.Run("MachineSetDeletePolicies", testMachineSetDeletePolicies)
 	t.Run("MachineSetDeleteAnnotationAdoptionAndCascade", testMachineSetDeleteAnnotationAdoptionAndCascade)
 	t.Run("MachineSetClusterAPITemplate", testMachineSetClusterAPITemplate)
+	t.Run("MHCRemediatesNotReadyNode", testMHCRemediatesNotReadyNode)
+	t.Run("MHCNodeStartupTimeout", testMHCNodeStartupTimeout)
+	t.Run("MHCShortCircuit", testMHCShortCircuit)
+	t.Run("MHCExternalRemediation", testMHCExternalRemediation)
 }
 
 func testProvision(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/machinehealthcheck"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machineset"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
@@ -23,7 +24,7 @@ const GroupName = "machineapi"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, MachineSet, NodeLink",
+		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, MachineSet, MachineHealthCheck, NodeLink",
 		Setup:       Setup,
 	})
 }
@@ -51,6 +52,10 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}
 	if err := (&machineset.Reconciler{Client: mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("machineapi-machineset")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&machinehealthcheck.Reconciler{Client: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("machineapi-machinehealthcheck")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&nodelink.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)

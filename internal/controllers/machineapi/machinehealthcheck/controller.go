@@ -1,0 +1,188 @@
+// Package machinehealthcheck is the Machine API MachineHealthCheck controller: it watches the
+// Machines a MachineHealthCheck selects and their Nodes, decides which are unhealthy (a Node
+// condition held past its timeout, no Node after nodeStartupTimeout, a Node that vanished, a
+// Failed Machine) and remediates them — deleting Machines that have an owner to replace them,
+// or creating an external remediation object from remediationTemplate — unless more are
+// unhealthy than maxUnhealthy allows. It requeues at the next timeout instead of polling.
+package machinehealthcheck
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// Condition reasons.
+const (
+	TooManyUnhealthyReason = "TooManyUnhealthy"
+	RemediationAllowed     = "RemediationAllowed"
+)
+
+// Reconciler reconciles machine.openshift.io MachineHealthChecks.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinehealthchecks;machinehealthchecks/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller with watches on Machines and Nodes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineapi-machinehealthcheck").
+		For(&machinev1beta1.MachineHealthCheck{}).
+		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks)).
+		Complete(r)
+}
+
+func (r *Reconciler) machineToChecks(ctx context.Context, o client.Object) []reconcile.Request {
+	var list machinev1beta1.MachineHealthCheckList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.Selector); err == nil && sel.Matches(labels.Set(o.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) nodeToChecks(ctx context.Context, o client.Object) []reconcile.Request {
+	key := o.GetAnnotations()["machine.openshift.io/machine"]
+	ns, name, ok := cut(key)
+	if !ok {
+		return nil
+	}
+	var m machinev1beta1.Machine
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err != nil {
+		return nil
+	}
+	return r.machineToChecks(ctx, &m)
+}
+
+// Reconcile evaluates the targets of one MachineHealthCheck and remediates.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	mhc := &machinev1beta1.MachineHealthCheck{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(mhc, r.Client)
+	defer func() {
+		err := helper.Patch(ctx, mhc)
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err) && retErr == nil:
+			res = ctrl.Result{Requeue: true}
+		default:
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching MachineHealthCheck: %w", err)})
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+		}
+	}()
+	if d, _, err := gate.MachineAPI(mhc); err != nil || d.Paused {
+		return ctrl.Result{}, err
+	}
+	if !mhc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	targets, err := r.targets(ctx, mhc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := time.Now()
+	var unhealthy []target
+	var next time.Duration
+	for i := range targets {
+		t := &targets[i]
+		t.evaluate(mhc, now)
+		if t.unhealthy {
+			unhealthy = append(unhealthy, *t)
+		} else if t.nextCheck > 0 && (next == 0 || t.nextCheck < next) {
+			next = t.nextCheck
+		}
+	}
+
+	expected, healthy := len(targets), len(targets)-len(unhealthy)
+	maxUnhealthy, err := intstr.GetScaledValueFromIntOrPercent(mhc.Spec.MaxUnhealthy, expected, false)
+	if mhc.Spec.MaxUnhealthy == nil {
+		maxUnhealthy, err = expected, nil
+	}
+	if err != nil {
+		setCond(mhc, corev1.ConditionFalse, "InvalidMaxUnhealthy", "spec.maxUnhealthy: "+err.Error())
+		return ctrl.Result{}, nil
+	}
+	mhc.Status.ExpectedMachines = &expected
+	mhc.Status.CurrentHealthy = &healthy
+	mhc.Status.RemediationsAllowed = int32(max(0, maxUnhealthy-len(unhealthy)))
+
+	var errs []error
+	if len(unhealthy) > maxUnhealthy {
+		msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are unhealthy, more than spec.maxUnhealthy %s allows",
+			len(unhealthy), expected, maxUnhealthyString(mhc))
+		if setCond(mhc, corev1.ConditionFalse, TooManyUnhealthyReason, msg) {
+			r.event(mhc, corev1.EventTypeWarning, TooManyUnhealthyReason, "%s", msg)
+		}
+	} else {
+		setCond(mhc, corev1.ConditionTrue, "", "")
+		for _, t := range unhealthy {
+			if err := r.remediate(ctx, mhc, t); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, t := range targets {
+		if !t.unhealthy {
+			if err := r.forgetRemediation(ctx, mhc, t.machine); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+func setCond(mhc *machinev1beta1.MachineHealthCheck, s corev1.ConditionStatus, reason, msg string) bool {
+	return mapicond.Set(&mhc.Status.Conditions, machinev1beta1.Condition{
+		Type: machinev1beta1.RemediationAllowedCondition, Status: s, Reason: reason, Message: msg})
+}
+
+func maxUnhealthyString(mhc *machinev1beta1.MachineHealthCheck) string {
+	if mhc.Spec.MaxUnhealthy == nil {
+		return "100%"
+	}
+	return mhc.Spec.MaxUnhealthy.String()
+}
+
+func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(o, typ, reason, format, args...)
+	}
+}
