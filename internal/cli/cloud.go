@@ -30,6 +30,7 @@ type cloudFlags struct {
 	noSync        bool
 	faults        []string
 	nodeSync      time.Duration
+	leaseRenew    time.Duration
 	podStopTime   time.Duration
 	nodeDeleteDel time.Duration
 }
@@ -61,7 +62,8 @@ heartbeats, finishes the deletion of its terminating pods, and deletes Nodes who
 instance is gone.
 
 Faults can be set at start with --fault (repeatable) and changed at run time through the
-API (CreateFault, DescribeFaults, DeleteFaults, KillInstances).
+API (CreateFault, DescribeFaults, DeleteFaults, KillInstances) or the subcommands below
+(machina cloud fault add|list|clear, machina cloud kill).
 
 ` + api.FaultSpecHelp + `
 
@@ -74,6 +76,7 @@ The API is documented in docs/cloud.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCloud(cmd, f) },
 	}
+	cmd.AddCommand(newCloudFaultCommand(), newCloudKillCommand(), newCloudInstancesCommand(), newCloudStatsCommand())
 	fl := cmd.Flags()
 	fl.StringVar(&f.stateDir, "state-dir", defaultCloudStateDir(), "directory of the cloud's state file (cloud.db)")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8787", "loopback address to serve the API on (port 0 picks a free one)")
@@ -87,6 +90,7 @@ The API is documented in docs/cloud.md.`,
 	fl.BoolVar(&f.noSync, "no-sync", false, "skip fsync of the state file (survives cloud restarts, not machine crashes)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject a fault at start, e.g. error,op=RunInstances,rate=0.1 (repeatable; see above)")
 	fl.DurationVar(&f.nodeSync, "node-sync-interval", time.Second, "how often the kubelet compares instances with Nodes")
+	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", 2*time.Second, "how often Node Leases are renewed (the lab's kube-controller-manager allows 10s of silence; real clusters 40s)")
 	fl.DurationVar(&f.podStopTime, "pod-stop-time", 0, "how long terminating pods take to stop (0: their full grace period)")
 	fl.DurationVar(&f.nodeDeleteDel, "node-delete-delay", 0, "how long after its instance terminated a Node is deleted")
 	return cmd
@@ -113,6 +117,7 @@ func runCloud(cmd *cobra.Command, f *cloudFlags) error {
 		Logger:           ctrl.Log.WithName("cloud"),
 		Kubelet: kubelet.Options{
 			SyncInterval:    f.nodeSync,
+			RenewInterval:   f.leaseRenew,
 			PodStopTime:     f.podStopTime,
 			NodeDeleteDelay: f.nodeDeleteDel,
 		},

@@ -114,7 +114,12 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "lab: %d CRDs installed and served; control plane up in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+	np, err := InstallAdmission(ctx, l.Config)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "lab: %d CRDs and %d admission policy objects installed; control plane up in %s\n",
+		n, np, time.Since(start).Round(100*time.Millisecond))
 	return l, nil
 }
 

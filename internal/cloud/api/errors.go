@@ -42,7 +42,7 @@ const (
 	CodeInvalidInstanceType   = "InvalidInstanceType"
 	CodeInvalidImage          = "InvalidImage"
 	CodeUserDataTooLarge      = "UserDataTooLarge"
-	// 404
+	// 404 and others: see StatusFor.
 	CodeUnknownOperation      = "UnknownOperation"
 	CodeInstanceNotFound      = "InstanceNotFound"
 	CodeNetworkNotFound       = "NetworkNotFound"
@@ -53,7 +53,6 @@ const (
 	CodeIdempotentMismatch    = "IdempotentParameterMismatch"
 	CodeAlreadyExists         = "AlreadyExists"
 	CodeDependencyViolation   = "DependencyViolation"
-	CodeIncorrectState        = "IncorrectInstanceState"
 	CodeThrottling            = "Throttling"
 	CodeInternalError         = "InternalError"
 	CodeServiceUnavailable    = "ServiceUnavailable"
@@ -74,7 +73,7 @@ func StatusFor(code string) int {
 		return http.StatusMethodNotAllowed
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeIdempotentMismatch, CodeAlreadyExists, CodeDependencyViolation, CodeIncorrectState:
+	case CodeIdempotentMismatch, CodeAlreadyExists, CodeDependencyViolation:
 		return http.StatusConflict
 	case CodeThrottling:
 		return http.StatusTooManyRequests

@@ -174,13 +174,23 @@ func (k *Kubelet) Trigger() {
 // Run serves until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer k.queue.ShutDown()
+	// The cluster may not be up yet (or be restarting): keep trying.
+	for {
+		err := k.ensureLeaseNamespace(ctx)
+		if err == nil {
+			break
+		}
+		k.log.Info("waiting for the cluster", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 	if v, err := k.client.Discovery().ServerVersion(); err == nil {
 		k.kubeletVersion = v.GitVersion
 	} else {
 		k.kubeletVersion = "v0.0.0-simulated"
-	}
-	if err := k.ensureLeaseNamespace(ctx); err != nil {
-		return err
 	}
 	factory := informers.NewSharedInformerFactory(k.client, 0)
 	leaseFactory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,

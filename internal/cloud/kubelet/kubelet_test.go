@@ -20,6 +20,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 )
 
@@ -137,7 +138,7 @@ func (e *env) deletePod(name string) {
 
 // TestKubelet runs the simulated kubelet against a real kube-apiserver.
 func TestKubelet(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Start(t, labtest.WithControllerManager())
 	srv, err := server.New(server.Options{
 		StateDir:      t.TempDir(),
 		NoSync:        true,
@@ -146,7 +147,7 @@ func TestKubelet(t *testing.T) {
 		KubeConfig:    l.Config,
 		Kubelet: kubelet.Options{
 			SyncInterval:   100 * time.Millisecond,
-			RenewInterval:  500 * time.Millisecond,
+			RenewInterval:  500 * time.Millisecond, // lab.KubeletHeartbeatInterval or less
 			StatusInterval: 2 * time.Second,
 		},
 	})
@@ -225,6 +226,25 @@ func TestKubelet(t *testing.T) {
 			lease, err := e.lease(inst.Hostname)
 			return err == nil && lease.Spec.RenewTime.After(first.Time), err
 		})
+	})
+
+	t.Run("stays Ready through kube-controller-manager's node monitor grace period", func(t *testing.T) {
+		e := newEnv(t)
+		inst := e.run("s1.small", nil)
+		e.waitReady(inst.Hostname, corev1.ConditionTrue)
+		// Node lifecycle would mark the Node Unknown after NodeMonitorGracePeriod without
+		// Lease renewals; watch it stay Ready for longer than that.
+		until := time.Now().Add(lab.NodeMonitorGracePeriod + 3*time.Second)
+		for time.Now().Before(until) {
+			n, err := e.node(inst.Hostname)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := condition(n, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+				t.Fatalf("Node went %s (%s)", c.Status, c.Reason)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 	})
 
 	t.Run("finishes the deletion of pods on a live Node", func(t *testing.T) {

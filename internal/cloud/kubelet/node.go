@@ -87,16 +87,6 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 		}
 	}
 	if !k.statusCurrent(node, t, now) {
-		if ready := func() *corev1.NodeCondition {
-			for i := range node.Status.Conditions {
-				if node.Status.Conditions[i].Type == corev1.NodeReady {
-					return &node.Status.Conditions[i]
-				}
-			}
-			return nil
-		}(); ready != nil {
-			fmt.Printf("DEBUG post %s rv=%s ready=%s hb=%s age=%s ann=%q\n", node.Name, node.ResourceVersion, ready.Status, ready.LastHeartbeatTime, now.Sub(ready.LastHeartbeatTime.Time), node.Annotations[FaultConditionsAnnotation])
-		}
 		if node, err = k.postStatus(ctx, node, t, now); err != nil {
 			return 0, err
 		}

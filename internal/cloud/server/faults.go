@@ -80,19 +80,20 @@ func validateFault(cat *catalogue, f *api.Fault) *api.Error {
 }
 
 func (s *Server) createFaultOp(_ context.Context, r *api.CreateFaultRequest) (any, error) {
-	f, err := s.createFault(r.Fault)
+	f, err := s.createFault(r.Fault, randomID("fault-"))
 	if err != nil {
 		return nil, err
 	}
 	return &api.CreateFaultResponse{Fault: f}, nil
 }
 
-// createFault validates, stores and activates a fault.
-func (s *Server) createFault(f api.Fault) (api.Fault, error) {
+// createFault validates, stores (under id, replacing a fault with that ID) and activates
+// a fault.
+func (s *Server) createFault(f api.Fault, id string) (api.Fault, error) {
 	if err := validateFault(s.cat, &f); err != nil {
 		return api.Fault{}, err
 	}
-	f.FaultID = randomID("fault-")
+	f.FaultID = id
 	f.Fired = 0
 	f.CreatedAt = s.now()
 	s.faultMu.Lock()

@@ -220,13 +220,19 @@ func TestFaultsPersistAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1.Close()
-	_, c2 := start(t, server.Options{StateDir: dir, Faults: []api.Fault{{Kind: api.FaultLatency, LatencyMillis: 1, Operation: api.OpDescribeRegions}}})
+	s2, c2 := start(t, server.Options{StateDir: dir, Faults: []api.Fault{{Kind: api.FaultLatency, LatencyMillis: 1, Operation: api.OpDescribeRegions}}})
 	faults, err := c2.DescribeFaults(ctx(t))
 	if err != nil || len(faults) != 2 {
 		t.Fatalf("faults after restart: %+v, %v", faults, err)
 	}
 	if _, err := c2.RunInstances(ctx(t), runReq(nil)); !client.IsCapacity(err) {
 		t.Errorf("persisted capacity fault not applied: %v", err)
+	}
+	// Starting again with the same start-up fault does not add a copy.
+	s2.Close()
+	_, c3 := start(t, server.Options{StateDir: dir, Faults: []api.Fault{{Kind: api.FaultLatency, LatencyMillis: 1, Operation: api.OpDescribeRegions}}})
+	if faults, err := c3.DescribeFaults(ctx(t)); err != nil || len(faults) != 2 {
+		t.Errorf("faults after a second restart: %+v, %v", faults, err)
 	}
 }
 

@@ -197,8 +197,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("cloud: loading state from %s: %w", filepath.Join(s.opts.StateDir, stateFileName), err)
 	}
 	for i := range s.opts.Faults {
+		// Start-up faults get IDs derived from their content, so starting again with the
+		// same faults replaces them instead of adding copies.
 		f := s.opts.Faults[i]
-		if _, err := s.createFault(f); err != nil {
+		if _, err := s.createFault(f, "fault-start-"+requestHash(f)[:16]); err != nil {
 			_ = db.Close()
 			return err
 		}

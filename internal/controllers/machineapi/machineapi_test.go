@@ -353,7 +353,9 @@ func testInvalid(t *testing.T) {
 		name, field string
 		mutate      func(*infrav1.SimMachineProviderSpec)
 	}{
-		{"nozone", "spec.providerSpec.value.zone", func(p *infrav1.SimMachineProviderSpec) { p.Zone = "" }},
+		// Missing fields are refused by admission (config/admission); what only the cloud
+		// knows is found by the controller.
+		{"badimage", "spec.providerSpec.value.image", func(p *infrav1.SimMachineProviderSpec) { p.Image = "no-such-image" }},
 		{"badtype", "spec.providerSpec.value.instanceType", func(p *infrav1.SimMachineProviderSpec) { p.InstanceType = "x9.huge" }},
 	} {
 		create(t, e, newMachine(tc.name, tc.mutate))

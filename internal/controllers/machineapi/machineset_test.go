@@ -150,6 +150,7 @@ func testMachineSetDeleteAnnotationAdoptionAndCascade(t *testing.T) {
 	orphan := newMachine("adopt-me", nil)
 	orphan.Labels = map[string]string{"machineset": "cascade"}
 	create(t, e, orphan)
+	waitPhase(t, e, "adopt-me", machinev1beta1.PhaseRunning, 60*time.Second)
 	ms := newMachineSet("cascade", 1, "")
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)

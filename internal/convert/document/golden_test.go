@@ -1,0 +1,92 @@
+package document
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func decodeFile(t *testing.T, path string) []Document {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	docs, err := Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return docs
+}
+
+// TestGolden converts every fixture in testdata/<platform>/ (with that directory's
+// context.yaml), then converts the result back, and compares both reports and outputs with
+// the .golden file next to the fixture. Run with -update to rewrite the golden files.
+func TestGolden(t *testing.T) {
+	for _, platform := range []string{"aws", "sim"} {
+		dir := filepath.Join("testdata", platform)
+		ctxDocs := decodeFile(t, filepath.Join(dir, "context.yaml"))
+		inputs, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range inputs {
+			if filepath.Base(in) == "context.yaml" {
+				continue
+			}
+			t.Run(platform+"/"+strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
+				opts := Options{Namespaces: convert.OpenShiftNamespaces, Context: ctxDocs}
+				var out bytes.Buffer
+				res, err := Convert(decodeFile(t, in), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				write := func(title string, res *Result) {
+					out.WriteString("### " + title + ": report\n")
+					out.WriteString(WriteReport(res))
+					out.WriteString("### " + title + ": objects\n")
+					b, err := Marshal(res.Objects, "yaml")
+					if err != nil {
+						t.Fatal(err)
+					}
+					out.Write(b)
+				}
+				write("converted", res)
+				if len(res.Objects) > 0 {
+					b, _ := Marshal(res.Objects, "yaml")
+					docs, err := Decode(bytes.NewReader(b))
+					if err != nil {
+						t.Fatalf("output does not decode: %v", err)
+					}
+					back, err := Convert(docs, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					write("converted back", back)
+				}
+				golden := strings.TrimSuffix(in, ".yaml") + ".golden"
+				if *update {
+					if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run go test -update to create it)", err)
+				}
+				if !bytes.Equal(want, out.Bytes()) {
+					t.Errorf("%s differs from the conversion (run go test -update to accept):\n%s", golden, out.String())
+				}
+			})
+		}
+	}
+}

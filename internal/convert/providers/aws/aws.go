@@ -1,0 +1,189 @@
+// Package aws converts the Machine API AWSMachineProviderConfig to and from the Cluster API
+// Provider AWS (CAPA v2, v1beta2) AWSMachine and AWSMachineTemplate. The region and the
+// cloud credentials are per cluster in CAPA (AWSCluster spec.region and identityRef); on
+// OpenShift the region comes from the Infrastructure object.
+package aws
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+const (
+	// ProviderSpecKind is the kind of the providerSpec value.
+	ProviderSpecKind = "AWSMachineProviderConfig"
+	// DefaultCredentialsSecret is the credentials secret OpenShift's Machine API uses on AWS.
+	DefaultCredentialsSecret = "aws-cloud-credentials"
+	// legacyAPIVersion is the providerSpec apiVersion of older OpenShift releases.
+	legacyAPIVersion = "awsproviderconfig.openshift.io/v1beta1"
+)
+
+// Platform is the AWS convert.Platform.
+type Platform struct {
+	// Region is the cluster's AWS region (Infrastructure status.platformStatus.aws.region,
+	// AWSCluster spec.region).
+	Region string
+	// CredentialsSecret is the Machine API credentials secret name; CAPA takes credentials
+	// from the AWSCluster instead. Defaults to DefaultCredentialsSecret.
+	CredentialsSecret string
+}
+
+var _ convert.Platform = Platform{}
+
+// New returns the platform for a cluster in region.
+func New(region string) (Platform, error) {
+	if region == "" {
+		return Platform{}, errors.New("aws: the cluster region is required")
+	}
+	return Platform{Region: region, CredentialsSecret: DefaultCredentialsSecret}, nil
+}
+
+// FromInfrastructure returns the platform for an OpenShift cluster on AWS.
+func FromInfrastructure(infra *configv1.Infrastructure) (Platform, error) {
+	if infra == nil {
+		return Platform{}, errors.New("aws: no Infrastructure object")
+	}
+	ps := infra.Status.PlatformStatus
+	if ps == nil || ps.Type != configv1.AWSPlatformType || ps.AWS == nil {
+		return Platform{}, fmt.Errorf("aws: Infrastructure %q has no AWS platform status", infra.Name)
+	}
+	return New(ps.AWS.Region)
+}
+
+// FromAWSCluster returns the platform for the cluster an AWSCluster describes.
+func FromAWSCluster(c *capav1.AWSCluster) (Platform, error) {
+	if c == nil {
+		return Platform{}, errors.New("aws: no AWSCluster")
+	}
+	return New(c.Spec.Region)
+}
+
+func (Platform) Name() string { return "aws" }
+
+func (Platform) InfraMachineGVK() schema.GroupVersionKind {
+	return capav1.GroupVersion.WithKind("AWSMachine")
+}
+
+func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
+	return capav1.GroupVersion.WithKind("AWSMachineTemplate")
+}
+
+func (p Platform) credentialsSecret() string {
+	if p.CredentialsSecret == "" {
+		return DefaultCredentialsSecret
+	}
+	return p.CredentialsSecret
+}
+
+// NewInfraMachine wraps spec (an *AWSMachineSpec) in an AWSMachine. The instance ID is
+// derived from providerID, as CAPA itself records it.
+func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	m := &capav1.AWSMachine{}
+	m.SetGroupVersionKind(p.InfraMachineGVK())
+	if s, ok := spec.(*capav1.AWSMachineSpec); ok && s != nil {
+		m.Spec = *s.DeepCopy()
+	}
+	if providerID != "" {
+		m.Spec.ProviderID = ptr.To(providerID)
+		if id := instanceID(providerID); id != "" {
+			m.Spec.InstanceID = ptr.To(id)
+		}
+	}
+	return m
+}
+
+// NewInfraMachineTemplate wraps spec (an *AWSMachineSpec) in an AWSMachineTemplate.
+func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	t := &capav1.AWSMachineTemplate{}
+	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
+	if s, ok := spec.(*capav1.AWSMachineSpec); ok && s != nil {
+		t.Spec.Template.Spec = *s.DeepCopy()
+	}
+	return t
+}
+
+// SplitInfraMachine returns the spec (without providerID and instanceID) and providerID of
+// an AWSMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	m, ok := obj.(*capav1.AWSMachine)
+	if !ok || m == nil {
+		return nil, "", false
+	}
+	s := m.Spec.DeepCopy()
+	pid := ptr.Deref(s.ProviderID, "")
+	if s.InstanceID != nil {
+		switch derived := instanceID(pid); {
+		case pid == "":
+			r.Warn(path.Child("instanceID"), "dropped: without a providerID the Machine API cannot record it")
+		case derived != *s.InstanceID:
+			r.Error(field.Invalid(path.Child("instanceID"), *s.InstanceID, "does not match providerID "+pid))
+		}
+	} else if instanceID(pid) != "" {
+		r.Warn(path.Child("instanceID"), "unset; converting back derives it from the providerID")
+	}
+	s.ProviderID, s.InstanceID = nil, nil
+	return s, pid, true
+}
+
+// SplitInfraMachineTemplate returns the machine spec of an AWSMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	t, ok := obj.(*capav1.AWSMachineTemplate)
+	if !ok || t == nil {
+		return nil, false
+	}
+	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
+		r.Warn(path.Child("template", "metadata"), "labels and annotations for the AWSMachines are dropped: the Machine API has no InfraMachines to put them on")
+	}
+	s := t.Spec.Template.Spec.DeepCopy()
+	sp := path.Child("template", "spec")
+	if s.ProviderID != nil && *s.ProviderID != "" {
+		r.Error(field.Invalid(sp.Child("providerID"), *s.ProviderID, "a machine template cannot name one instance"))
+	}
+	if s.InstanceID != nil && *s.InstanceID != "" {
+		r.Error(field.Invalid(sp.Child("instanceID"), *s.InstanceID, "a machine template cannot name one instance"))
+	}
+	s.ProviderID, s.InstanceID = nil, nil
+	return s, true
+}
+
+// instanceID extracts the EC2 instance ID from a providerID of the form
+// aws:///<zone>/<instance-id> (or aws://<region>/<zone>/<instance-id>).
+func instanceID(providerID string) string {
+	rest, ok := strings.CutPrefix(providerID, "aws://")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndex(rest, "/")
+	if i < 0 {
+		return ""
+	}
+	id := rest[i+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return ""
+	}
+	return id
+}
+
+// NewContext returns the conversion context of an OpenShift cluster on AWS: the cluster name
+// and region from its Infrastructure object, OpenShift's namespaces.
+func NewContext(infra *configv1.Infrastructure) (convert.Context, error) {
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	p, err := FromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	return convert.Context{ClusterName: name, Platform: p, Namespaces: convert.OpenShiftNamespaces}, nil
+}

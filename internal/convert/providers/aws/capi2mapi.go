@@ -1,0 +1,320 @@
+package aws
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	mapiv1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+// FromInfra converts an AWSMachine spec and the Machine's values back into an
+// AWSMachineProviderConfig. The region and credentials secret come from the cluster.
+func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
+	s, ok := spec.(*capav1.AWSMachineSpec)
+	if !ok || s == nil {
+		r.Error(field.InternalError(paths.Infra, errNotAWSSpec))
+		return nil
+	}
+	path := paths.Infra
+	ps := &mapiv1.AWSMachineProviderConfig{}
+	ps.APIVersion = mapiv1.GroupVersion.String()
+	ps.Kind = ProviderSpecKind
+	unsupported := func(name string, v any) { r.Unsupported(path.Child(name), v, convert.MachineAPI) }
+
+	// Image and instance.
+	if s.AMI.ID == nil || *s.AMI.ID == "" {
+		r.Error(field.Required(path.Child("ami", "id"), "the Machine API needs an explicit AMI"))
+	} else {
+		ps.AMI.ID = ptr.To(*s.AMI.ID)
+	}
+	if s.AMI.EKSOptimizedLookupType != nil {
+		r.Unsupported(path.Child("ami", "eksLookupType"), *s.AMI.EKSOptimizedLookupType, convert.MachineAPI)
+	}
+	if s.ImageLookupFormat != "" {
+		unsupported("imageLookupFormat", s.ImageLookupFormat)
+	}
+	if s.ImageLookupOrg != "" {
+		unsupported("imageLookupOrg", s.ImageLookupOrg)
+	}
+	if s.ImageLookupBaseOS != "" {
+		unsupported("imageLookupBaseOS", s.ImageLookupBaseOS)
+	}
+	ps.InstanceType = s.InstanceType
+	if s.InstanceType == "" {
+		r.Error(field.Required(path.Child("instanceType"), ""))
+	}
+	if v := s.CPUOptions.ConfidentialCompute; v != "" {
+		ps.CPUOptions = &mapiv1.CPUOptions{ConfidentialCompute: ptr.To(mapiv1.AWSConfidentialComputePolicy(v))}
+	}
+	if v := s.CPUOptions.NestedVirtualization; v != "" {
+		r.Unsupported(path.Child("cpuOptions", "nestedVirtualization"), v, convert.MachineAPI)
+	}
+	ps.Tags = tagsToMAPI(s.AdditionalTags, path.Child("additionalTags"), r)
+	if s.IAMInstanceProfile != "" {
+		ps.IAMInstanceProfile = &mapiv1.AWSResourceReference{ID: ptr.To(s.IAMInstanceProfile)}
+	}
+
+	// Secrets and bootstrap.
+	if mv.DataSecretName != nil && *mv.DataSecretName != "" {
+		ps.UserDataSecret = &corev1.LocalObjectReference{Name: *mv.DataSecretName}
+	}
+	ps.CredentialsSecret = &corev1.LocalObjectReference{Name: p.credentialsSecret()}
+	ps.KeyName = copyString(s.SSHKeyName)
+	switch ig := s.Ignition; {
+	case ig == nil:
+		r.Warn(path.Child("ignition"), "unset: CAPA would treat the user data as cloud-init; the Machine API hands it to the instance unchanged")
+	default:
+		if ig.StorageType != capav1.IgnitionStorageTypeOptionUnencryptedUserData {
+			r.Error(field.NotSupported(path.Child("ignition", "storageType"), ig.StorageType, []string{string(capav1.IgnitionStorageTypeOptionUnencryptedUserData)}))
+		}
+		if ig.Version != "" {
+			r.Warn(path.Child("ignition", "version"), "dropped: the user data states its own Ignition version")
+		}
+		if ig.Proxy != nil {
+			r.Unsupported(path.Child("ignition", "proxy"), "<set>", convert.MachineAPI)
+		}
+		if ig.TLS != nil {
+			r.Unsupported(path.Child("ignition", "tls"), "<set>", convert.MachineAPI)
+		}
+	}
+	if s.UncompressedUserData != nil {
+		r.Warn(path.Child("uncompressedUserData"), "dropped: the Machine API never compresses user data")
+	}
+	if s.CloudInit != (capav1.CloudInit{}) {
+		unsupported("cloudInit", "<set>")
+	}
+
+	// Network.
+	ps.PublicIP = copyBool(s.PublicIP)
+	if s.ElasticIPPool != nil {
+		unsupported("elasticIpPool", "<set>")
+	}
+	switch s.NetworkInterfaceType {
+	case "":
+	case capav1.NetworkInterfaceTypeENI:
+		ps.NetworkInterfaceType = mapiv1.AWSENANetworkInterfaceType
+	case capav1.NetworkInterfaceTypeEFAWithENAInterface:
+		ps.NetworkInterfaceType = mapiv1.AWSEFANetworkInterfaceType
+	default:
+		r.Error(field.NotSupported(path.Child("networkInterfaceType"), s.NetworkInterfaceType, []string{"interface", "efa"}))
+	}
+	for i, sg := range s.AdditionalSecurityGroups {
+		ps.SecurityGroups = append(ps.SecurityGroups, refToMAPI(sg, path.Child("additionalSecurityGroups").Index(i), r))
+	}
+	if s.Subnet != nil {
+		ps.Subnet = refToMAPI(*s.Subnet, path.Child("subnet"), r)
+	}
+	if len(s.SecurityGroupOverrides) > 0 {
+		unsupported("securityGroupOverrides", sortedRoles(s.SecurityGroupOverrides))
+	}
+	if len(s.NetworkInterfaces) > 0 {
+		unsupported("networkInterfaces", s.NetworkInterfaces)
+	}
+	if s.AssignPrimaryIPv6 != nil {
+		unsupported("assignPrimaryIPv6", *s.AssignPrimaryIPv6)
+	}
+	if s.PrivateDNSName != nil {
+		unsupported("privateDnsName", "<set>")
+	}
+
+	// Placement.
+	ps.Placement.Region = p.Region
+	ps.Placement.AvailabilityZone = mv.FailureDomain
+	switch t := s.Tenancy; t {
+	case "", string(mapiv1.DefaultTenancy), string(mapiv1.DedicatedTenancy), string(mapiv1.HostTenancy):
+		ps.Placement.Tenancy = mapiv1.InstanceTenancy(t)
+	default:
+		r.Error(field.NotSupported(path.Child("tenancy"), t, []string{"default", "dedicated", "host"}))
+	}
+	ps.Placement.Host = hostToMAPI(s, path, r)
+	ps.PlacementGroupName = s.PlacementGroupName
+	if v := s.PlacementGroupPartition; v != 0 {
+		if v < 0 || v > math.MaxInt32 {
+			r.Error(field.Invalid(path.Child("placementGroupPartition"), v, "out of range"))
+		} else {
+			ps.PlacementGroupPartition = ptr.To(int32(v))
+		}
+	}
+
+	// Storage: the root volume first, as the device without a name.
+	if s.RootVolume != nil {
+		vp := path.Child("rootVolume")
+		if s.RootVolume.DeviceName != "" {
+			r.Warn(vp.Child("deviceName"), "dropped: the root volume is the AMI's root device in both APIs")
+		}
+		ps.BlockDevices = append(ps.BlockDevices, mapiv1.BlockDeviceMappingSpec{EBS: volumeToMAPI(*s.RootVolume, vp, r)})
+	}
+	for i, v := range s.NonRootVolumes {
+		vp := path.Child("nonRootVolumes").Index(i)
+		if v.DeviceName == "" {
+			r.Error(field.Required(vp.Child("deviceName"), "non-root volumes need a device name"))
+			continue
+		}
+		ps.BlockDevices = append(ps.BlockDevices, mapiv1.BlockDeviceMappingSpec{DeviceName: ptr.To(v.DeviceName), EBS: volumeToMAPI(v, vp, r)})
+	}
+
+	// Purchasing.
+	if s.SpotMarketOptions != nil {
+		ps.SpotMarketOptions = &mapiv1.SpotMarketOptions{MaxPrice: copyString(s.SpotMarketOptions.MaxPrice)}
+	}
+	switch m := s.MarketType; m {
+	case "", capav1.MarketTypeOnDemand, capav1.MarketTypeSpot, capav1.MarketTypeCapacityBlock:
+		ps.MarketType = mapiv1.MarketType(m)
+	default:
+		r.Error(field.NotSupported(path.Child("marketType"), m, []string{"OnDemand", "Spot", "CapacityBlock"}))
+	}
+	ps.CapacityReservationID = ptr.Deref(s.CapacityReservationID, "")
+	if v := s.CapacityReservationPreference; v != "" {
+		unsupported("capacityReservationPreference", v)
+	}
+
+	// Instance metadata service.
+	if o := s.InstanceMetadataOptions; o != nil {
+		mp := path.Child("instanceMetadataOptions")
+		if o.HTTPEndpoint != "" && o.HTTPEndpoint != capav1.InstanceMetadataEndpointStateEnabled {
+			r.Unsupported(mp.Child("httpEndpoint"), o.HTTPEndpoint, convert.MachineAPI+" (the endpoint is always enabled)")
+		}
+		if o.HTTPProtocolIPv6 != "" && o.HTTPProtocolIPv6 != capav1.InstanceMetadataEndpointStateDisabled {
+			r.Unsupported(mp.Child("httpProtocolIpv6"), o.HTTPProtocolIPv6, convert.MachineAPI)
+		}
+		if o.HTTPPutResponseHopLimit != 0 && o.HTTPPutResponseHopLimit != 1 {
+			r.Unsupported(mp.Child("httpPutResponseHopLimit"), o.HTTPPutResponseHopLimit, convert.MachineAPI+" (the hop limit is 1)")
+		}
+		if o.InstanceMetadataTags != "" && o.InstanceMetadataTags != capav1.InstanceMetadataEndpointStateDisabled {
+			r.Unsupported(mp.Child("instanceMetadataTags"), o.InstanceMetadataTags, convert.MachineAPI)
+		}
+		switch o.HTTPTokens {
+		case "":
+		case capav1.HTTPTokensStateRequired:
+			ps.MetadataServiceOptions.Authentication = mapiv1.MetadataServiceAuthenticationRequired
+		case capav1.HTTPTokensStateOptional:
+			ps.MetadataServiceOptions.Authentication = mapiv1.MetadataServiceAuthenticationOptional
+		default:
+			r.Error(field.NotSupported(mp.Child("httpTokens"), o.HTTPTokens, []string{"required", "optional"}))
+		}
+	}
+	return convert.Encode(ps, path, r)
+}
+
+func tagsToMAPI(tags capav1.Tags, path *field.Path, r *convert.Report) []mapiv1.TagSpecification {
+	if len(tags) == 0 {
+		return nil
+	}
+	out := make([]mapiv1.TagSpecification, 0, len(tags))
+	for k, v := range tags {
+		if k == "" {
+			r.Error(field.Required(path.Key(""), "tags need a name"))
+			continue
+		}
+		out = append(out, mapiv1.TagSpecification{Name: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func refToMAPI(ref capav1.AWSResourceReference, path *field.Path, r *convert.Report) mapiv1.AWSResourceReference {
+	var out mapiv1.AWSResourceReference
+	if ref.ID != nil {
+		out.ID = ptr.To(*ref.ID)
+	}
+	for _, f := range ref.Filters {
+		out.Filters = append(out.Filters, mapiv1.Filter{Name: f.Name, Values: append([]string(nil), f.Values...)})
+	}
+	switch {
+	case ref.ID == nil && len(ref.Filters) == 0:
+		r.Error(field.Required(path, "an id or filters"))
+	case ref.ID != nil && len(ref.Filters) > 0:
+		r.Error(field.Forbidden(path, "set an id or filters, not both"))
+	}
+	return out
+}
+
+func hostToMAPI(s *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) *mapiv1.HostPlacement {
+	if s.HostID == nil && s.HostAffinity == nil && s.DynamicHostAllocation == nil {
+		return nil
+	}
+	h := &mapiv1.HostPlacement{}
+	if a := s.HostAffinity; a != nil {
+		switch *a {
+		case "default":
+			h.Affinity = ptr.To(mapiv1.HostAffinityAnyAvailable)
+		case "host":
+			h.Affinity = ptr.To(mapiv1.HostAffinityDedicatedHost)
+		default:
+			r.Error(field.NotSupported(path.Child("hostAffinity"), *a, []string{"default", "host"}))
+		}
+	}
+	switch {
+	case s.HostID != nil && s.DynamicHostAllocation != nil:
+		r.Error(field.Forbidden(path.Child("dynamicHostAllocation"), "hostID and dynamicHostAllocation are mutually exclusive"))
+	case s.HostID != nil:
+		h.DedicatedHost = &mapiv1.DedicatedHost{AllocationStrategy: ptr.To(mapiv1.AllocationStrategyUserProvided), ID: *s.HostID}
+	case s.DynamicHostAllocation != nil:
+		h.DedicatedHost = &mapiv1.DedicatedHost{AllocationStrategy: ptr.To(mapiv1.AllocationStrategyDynamic)}
+		if tags := s.DynamicHostAllocation.Tags; len(tags) > 0 {
+			list := tagsToMAPI(tags, path.Child("dynamicHostAllocation", "tags"), r)
+			h.DedicatedHost.DynamicHostAllocation = &mapiv1.DynamicHostAllocationSpec{Tags: &list}
+		}
+	}
+	return h
+}
+
+func volumeToMAPI(v capav1.Volume, path *field.Path, r *convert.Report) *mapiv1.EBSBlockDeviceSpec {
+	e := &mapiv1.EBSBlockDeviceSpec{Encrypted: copyBool(v.Encrypted)}
+	switch {
+	case v.Size == 0:
+		r.Error(field.Required(path.Child("size"), ""))
+	case v.Size < minVolumeSize:
+		r.Error(field.Invalid(path.Child("size"), v.Size, "volumes are at least 8 GiB"))
+	default:
+		e.VolumeSize = ptr.To(v.Size)
+	}
+	if v.Type != "" {
+		e.VolumeType = ptr.To(string(v.Type))
+	}
+	if v.IOPS < 0 {
+		r.Error(field.Invalid(path.Child("iops"), v.IOPS, "must not be negative"))
+	} else if v.IOPS != 0 {
+		e.Iops = ptr.To(v.IOPS)
+	}
+	if t := v.Throughput; t != nil {
+		if *t < 0 || *t > math.MaxInt32 {
+			r.Error(field.Invalid(path.Child("throughput"), *t, "out of range"))
+		} else {
+			e.ThroughputMib = ptr.To(int32(*t))
+		}
+	}
+	if k := v.EncryptionKey; k != "" {
+		if isARN(k) {
+			e.KMSKey.ARN = ptr.To(k)
+		} else {
+			e.KMSKey.ID = ptr.To(k)
+		}
+	}
+	return e
+}
+
+func isARN(s string) bool { return strings.HasPrefix(s, "arn:") }
+
+func sortedRoles(m map[capav1.SecurityGroupRole]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, string(k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errNotAWSSpec = constError("aws: the InfraMachine spec is not an AWSMachineSpec")

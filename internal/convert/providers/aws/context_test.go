@@ -1,0 +1,46 @@
+package aws
+
+import (
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNewContext(t *testing.T) {
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	infra.Status.InfrastructureName = "ci-op-7x2kq-abcde"
+	if _, err := NewContext(infra); err == nil || !strings.Contains(err.Error(), "no AWS platform status") {
+		t.Errorf("non-AWS Infrastructure: %v", err)
+	}
+	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "eu-west-3"}}
+	c, err := NewContext(infra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ClusterName != "ci-op-7x2kq-abcde" || c.Platform.(Platform).Region != "eu-west-3" || c.Namespaces.ClusterAPI != "openshift-cluster-api" {
+		t.Errorf("context %+v", c)
+	}
+	if _, err := NewContext(nil); err == nil {
+		t.Error("nil Infrastructure accepted")
+	}
+	if _, err := FromAWSCluster(nil); err == nil {
+		t.Error("nil AWSCluster accepted")
+	}
+}
+
+func TestInstanceID(t *testing.T) {
+	for pid, want := range map[string]string{
+		"aws:///us-east-1a/i-0123":          "i-0123",
+		"aws://us-east-1/us-east-1a/i-0123": "i-0123",
+		"aws:///us-east-1a/":                "",
+		"gce://p/z/i-1":                     "",
+		"aws://i-1":                         "",
+		"":                                  "",
+	} {
+		if got := instanceID(pid); got != want {
+			t.Errorf("instanceID(%q) = %q, want %q", pid, got, want)
+		}
+	}
+}

@@ -1,0 +1,409 @@
+package aws
+
+import (
+	"reflect"
+
+	mapiv1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+// userDataIgnition is how OpenShift's user data reaches the instance under CAPA: the secret
+// holds an Ignition stub that EC2 receives unchanged, as with the Machine API.
+func userDataIgnition() *capav1.Ignition {
+	return &capav1.Ignition{StorageType: capav1.IgnitionStorageTypeOptionUnencryptedUserData}
+}
+
+// minVolumeSize is CAPA's lower bound for volume sizes (GiB).
+const minVolumeSize = 8
+
+// ToInfra converts an AWSMachineProviderConfig into an AWSMachine spec.
+func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *convert.Report) (convert.InfraSpec, convert.MachineValues) {
+	var ps mapiv1.AWSMachineProviderConfig
+	if !convert.DecodeProviderSpec(value, &ps, path, r) {
+		return nil, convert.MachineValues{}
+	}
+	var mv convert.MachineValues
+	checkTypeMeta(ps.APIVersion, ps.Kind, path, r)
+	if !reflect.ValueOf(ps.ObjectMeta).IsZero() {
+		r.Warn(path.Child("metadata"), "ignored by the Machine API and dropped")
+	}
+	out := &capav1.AWSMachineSpec{Ignition: userDataIgnition()}
+
+	// Image and instance.
+	ami := path.Child("ami")
+	switch {
+	case ps.AMI.ARN != nil:
+		r.Error(field.Invalid(ami.Child("arn"), *ps.AMI.ARN, "CAPA takes an AMI ID only"))
+	case len(ps.AMI.Filters) > 0:
+		r.Error(field.Invalid(ami.Child("filters"), filterNames(ps.AMI.Filters), "CAPA takes an AMI ID only; resolve the filters to an ID"))
+	case ps.AMI.ID == nil || *ps.AMI.ID == "":
+		r.Error(field.Required(ami.Child("id"), "CAPA needs an AMI ID"))
+	default:
+		out.AMI.ID = ptr.To(*ps.AMI.ID)
+	}
+	if ps.InstanceType == "" {
+		r.Error(field.Required(path.Child("instanceType"), ""))
+	}
+	out.InstanceType = ps.InstanceType
+	if ps.CPUOptions != nil && ps.CPUOptions.ConfidentialCompute != nil {
+		switch v := *ps.CPUOptions.ConfidentialCompute; v {
+		case mapiv1.AWSConfidentialComputePolicyDisabled, mapiv1.AWSConfidentialComputePolicySEVSNP:
+			out.CPUOptions.ConfidentialCompute = capav1.AWSConfidentialComputePolicy(v)
+		default:
+			r.Error(field.NotSupported(path.Child("cpuOptions", "confidentialCompute"), v, []string{string(mapiv1.AWSConfidentialComputePolicyDisabled), string(mapiv1.AWSConfidentialComputePolicySEVSNP)}))
+		}
+	}
+	out.AdditionalTags = tagsToCAPA(ps.Tags, path.Child("tags"), r)
+	if ref := ps.IAMInstanceProfile; ref != nil {
+		rp := path.Child("iamInstanceProfile")
+		switch {
+		case ref.ARN != nil:
+			r.Error(field.Invalid(rp.Child("arn"), *ref.ARN, "CAPA takes the instance profile name; use id"))
+		case len(ref.Filters) > 0:
+			r.Error(field.Invalid(rp.Child("filters"), filterNames(ref.Filters), "CAPA takes the instance profile name; use id"))
+		case ref.ID != nil:
+			out.IAMInstanceProfile = *ref.ID
+		}
+	}
+
+	// Secrets.
+	switch {
+	case ps.UserDataSecret == nil || ps.UserDataSecret.Name == "":
+		r.Error(field.Required(path.Child("userDataSecret", "name"), "Cluster API Machines need bootstrap data (spec.bootstrap.dataSecretName)"))
+	default:
+		mv.DataSecretName = ptr.To(ps.UserDataSecret.Name)
+	}
+	switch cs := ps.CredentialsSecret; {
+	case cs == nil || cs.Name == "":
+		r.Warn(path.Child("credentialsSecret"), "unset; CAPA uses the AWSCluster's identity and converting back sets %s", p.credentialsSecret())
+	case cs.Name != p.credentialsSecret():
+		r.Error(field.Invalid(path.Child("credentialsSecret", "name"), cs.Name, "CAPA takes credentials from the AWSCluster's identity, one per cluster; this cluster's Machine API credentials secret is "+p.credentialsSecret()))
+	}
+	out.SSHKeyName = copyString(ps.KeyName)
+
+	// Network.
+	if ps.DeviceIndex != 0 {
+		r.Error(field.Invalid(path.Child("deviceIndex"), ps.DeviceIndex, "CAPA always attaches the primary interface at index 0"))
+	}
+	out.PublicIP = copyBool(ps.PublicIP)
+	switch ps.NetworkInterfaceType {
+	case "":
+	case mapiv1.AWSENANetworkInterfaceType:
+		out.NetworkInterfaceType = capav1.NetworkInterfaceTypeENI
+	case mapiv1.AWSEFANetworkInterfaceType:
+		out.NetworkInterfaceType = capav1.NetworkInterfaceTypeEFAWithENAInterface
+	default:
+		r.Error(field.NotSupported(path.Child("networkInterfaceType"), ps.NetworkInterfaceType, []string{"ENA", "EFA"}))
+	}
+	for i, sg := range ps.SecurityGroups {
+		if ref, ok := refToCAPA(sg, path.Child("securityGroups").Index(i), r); ok {
+			out.AdditionalSecurityGroups = append(out.AdditionalSecurityGroups, ref)
+		}
+	}
+	if !isZeroRef(ps.Subnet) {
+		if ref, ok := refToCAPA(ps.Subnet, path.Child("subnet"), r); ok {
+			out.Subnet = &ref
+		}
+	}
+	for i, lb := range ps.LoadBalancers {
+		r.Error(field.Invalid(path.Child("loadBalancers").Index(i), lb.Name, "CAPA registers control plane Machines with the AWSCluster's load balancers; per-Machine load balancers cannot be converted"))
+	}
+
+	// Placement.
+	pl := path.Child("placement")
+	switch {
+	case ps.Placement.Region == "":
+		r.Warn(pl.Child("region"), "unset; the cluster's region %s applies", p.Region)
+	case ps.Placement.Region != p.Region:
+		r.Error(field.Invalid(pl.Child("region"), ps.Placement.Region, "the cluster's region is "+p.Region+" (Infrastructure status.platformStatus.aws.region); CAPA keeps one region per cluster (AWSCluster spec.region), so a Machine in another region cannot be converted"))
+	}
+	mv.FailureDomain = ps.Placement.AvailabilityZone
+	switch t := ps.Placement.Tenancy; t {
+	case "", mapiv1.DefaultTenancy, mapiv1.DedicatedTenancy, mapiv1.HostTenancy:
+		out.Tenancy = string(t)
+	default:
+		r.Error(field.NotSupported(pl.Child("tenancy"), t, []string{"default", "dedicated", "host"}))
+	}
+	hostToCAPA(ps.Placement.Host, out, pl.Child("host"), r)
+	out.PlacementGroupName = ps.PlacementGroupName
+	if v := ptr.Deref(ps.PlacementGroupPartition, 0); v != 0 {
+		if v < 1 || v > 7 {
+			r.Error(field.Invalid(path.Child("placementGroupPartition"), v, "partitions are numbered 1 to 7"))
+		}
+		out.PlacementGroupPartition = int64(v)
+	}
+
+	// Storage.
+	blockDevicesToCAPA(ps.BlockDevices, out, path.Child("blockDevices"), r)
+
+	// Purchasing.
+	if s := ps.SpotMarketOptions; s != nil {
+		out.SpotMarketOptions = &capav1.SpotMarketOptions{MaxPrice: copyString(s.MaxPrice)}
+	}
+	switch m := ps.MarketType; m {
+	case "", mapiv1.MarketTypeOnDemand, mapiv1.MarketTypeSpot, mapiv1.MarketTypeCapacityBlock:
+		out.MarketType = capav1.MarketType(m)
+	default:
+		r.Error(field.NotSupported(path.Child("marketType"), m, []string{"OnDemand", "Spot", "CapacityBlock"}))
+	}
+	if ps.CapacityReservationID != "" {
+		out.CapacityReservationID = ptr.To(ps.CapacityReservationID)
+	}
+
+	// Instance metadata service.
+	switch a := ps.MetadataServiceOptions.Authentication; a {
+	case "":
+	case mapiv1.MetadataServiceAuthenticationRequired:
+		out.InstanceMetadataOptions = metadataOptions(capav1.HTTPTokensStateRequired)
+	case mapiv1.MetadataServiceAuthenticationOptional:
+		out.InstanceMetadataOptions = metadataOptions(capav1.HTTPTokensStateOptional)
+	default:
+		r.Error(field.NotSupported(path.Child("metadataServiceOptions", "authentication"), a, []string{"Required", "Optional"}))
+	}
+	return out, mv
+}
+
+// metadataOptions is CAPA's instance metadata options in the form its CRD defaults produce,
+// with only the token requirement chosen (the one thing the Machine API configures).
+func metadataOptions(tokens capav1.HTTPTokensState) *capav1.InstanceMetadataOptions {
+	return &capav1.InstanceMetadataOptions{
+		HTTPEndpoint:            capav1.InstanceMetadataEndpointStateEnabled,
+		HTTPProtocolIPv6:        capav1.InstanceMetadataEndpointStateDisabled,
+		HTTPPutResponseHopLimit: 1,
+		HTTPTokens:              tokens,
+		InstanceMetadataTags:    capav1.InstanceMetadataEndpointStateDisabled,
+	}
+}
+
+func checkTypeMeta(apiVersion, kind string, path *field.Path, r *convert.Report) {
+	switch apiVersion {
+	case mapiv1.GroupVersion.String():
+	case legacyAPIVersion:
+		r.Warn(path.Child("apiVersion"), "legacy apiVersion; converting back writes %s", mapiv1.GroupVersion)
+	case "":
+		r.Warn(path.Child("apiVersion"), "unset; read as %s", mapiv1.GroupVersion)
+	default:
+		r.Error(field.NotSupported(path.Child("apiVersion"), apiVersion, []string{mapiv1.GroupVersion.String()}))
+	}
+	switch kind {
+	case ProviderSpecKind:
+	case "":
+		r.Warn(path.Child("kind"), "unset; read as %s", ProviderSpecKind)
+	default:
+		r.Error(field.NotSupported(path.Child("kind"), kind, []string{ProviderSpecKind}))
+	}
+}
+
+func tagsToCAPA(tags []mapiv1.TagSpecification, path *field.Path, r *convert.Report) capav1.Tags {
+	if len(tags) == 0 {
+		return nil
+	}
+	out := make(capav1.Tags, len(tags))
+	for i, t := range tags {
+		p := path.Index(i)
+		if t.Name == "" {
+			r.Error(field.Required(p.Child("name"), ""))
+			continue
+		}
+		if old, dup := out[t.Name]; dup {
+			if old != t.Value {
+				r.Error(field.Duplicate(p.Child("name"), t.Name))
+			} else {
+				r.Warn(p, "repeats tag %q; CAPA keeps tags in a map", t.Name)
+			}
+			continue
+		}
+		out[t.Name] = t.Value
+	}
+	return out
+}
+
+func isZeroRef(ref mapiv1.AWSResourceReference) bool {
+	return ref.ID == nil && ref.ARN == nil && len(ref.Filters) == 0
+}
+
+// refToCAPA converts a resource reference for a subnet or security group. CAPA references
+// take an ID or filters, not both, and no ARN.
+func refToCAPA(ref mapiv1.AWSResourceReference, path *field.Path, r *convert.Report) (capav1.AWSResourceReference, bool) {
+	switch {
+	case ref.ARN != nil:
+		r.Error(field.Invalid(path.Child("arn"), *ref.ARN, "CAPA references take an id or filters, not an ARN"))
+		return capav1.AWSResourceReference{}, false
+	case ref.ID != nil && len(ref.Filters) > 0:
+		r.Error(field.Forbidden(path, "CAPA references take an id or filters, not both"))
+		return capav1.AWSResourceReference{}, false
+	case ref.ID != nil:
+		return capav1.AWSResourceReference{ID: ptr.To(*ref.ID)}, true
+	case len(ref.Filters) > 0:
+		out := capav1.AWSResourceReference{Filters: make([]capav1.Filter, len(ref.Filters))}
+		for i, f := range ref.Filters {
+			out.Filters[i] = capav1.Filter{Name: f.Name, Values: append([]string(nil), f.Values...)}
+		}
+		return out, true
+	default:
+		r.Error(field.Required(path, "an id or filters"))
+		return capav1.AWSResourceReference{}, false
+	}
+}
+
+func hostToCAPA(h *mapiv1.HostPlacement, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
+	if h == nil {
+		return
+	}
+	if a := h.Affinity; a != nil {
+		switch *a {
+		case mapiv1.HostAffinityAnyAvailable:
+			out.HostAffinity = ptr.To("default")
+		case mapiv1.HostAffinityDedicatedHost:
+			out.HostAffinity = ptr.To("host")
+		default:
+			r.Error(field.NotSupported(path.Child("affinity"), *a, []string{"AnyAvailable", "DedicatedHost"}))
+		}
+	}
+	d := h.DedicatedHost
+	if d == nil {
+		return
+	}
+	dp := path.Child("dedicatedHost")
+	switch s := ptr.Deref(d.AllocationStrategy, mapiv1.AllocationStrategyUserProvided); s {
+	case mapiv1.AllocationStrategyUserProvided:
+		if d.ID == "" {
+			r.Error(field.Required(dp.Child("id"), "a UserProvided dedicated host needs an id"))
+		} else {
+			out.HostID = ptr.To(d.ID)
+		}
+		if d.DynamicHostAllocation != nil {
+			r.Error(field.Forbidden(dp.Child("dynamicHostAllocation"), "only allowed when allocationStrategy is Dynamic"))
+		}
+	case mapiv1.AllocationStrategyDynamic:
+		if d.ID != "" {
+			r.Error(field.Forbidden(dp.Child("id"), "CAPA allocates dynamic hosts itself; unset id"))
+		}
+		out.DynamicHostAllocation = &capav1.DynamicHostAllocationSpec{}
+		if dh := d.DynamicHostAllocation; dh != nil && dh.Tags != nil {
+			out.DynamicHostAllocation.Tags = map[string]string(tagsToCAPA(*dh.Tags, dp.Child("dynamicHostAllocation", "tags"), r))
+		}
+	default:
+		r.Error(field.NotSupported(dp.Child("allocationStrategy"), s, []string{"UserProvided", "Dynamic"}))
+	}
+}
+
+// blockDevicesToCAPA splits the Machine API block devices into CAPA's root volume (the
+// device without a name, which the Machine API maps to the AMI's root device) and the
+// non-root volumes, which keep their order.
+func blockDevicesToCAPA(devs []mapiv1.BlockDeviceMappingSpec, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
+	for i, bd := range devs {
+		p := path.Index(i)
+		if bd.NoDevice != nil {
+			r.Error(field.Invalid(p.Child("noDevice"), *bd.NoDevice, "CAPA cannot suppress AMI block device mappings"))
+		}
+		if bd.VirtualName != nil {
+			r.Error(field.Invalid(p.Child("virtualName"), *bd.VirtualName, "CAPA has no instance store volumes"))
+		}
+		if bd.EBS == nil {
+			if bd.NoDevice == nil && bd.VirtualName == nil {
+				r.Error(field.Required(p.Child("ebs"), "CAPA volumes are EBS volumes"))
+			}
+			continue
+		}
+		v, ok := ebsToCAPA(bd.EBS, p.Child("ebs"), r)
+		if !ok {
+			continue
+		}
+		if bd.DeviceName == nil {
+			if out.RootVolume != nil {
+				r.Error(field.Duplicate(p.Child("deviceName"), "<root>"))
+				continue
+			}
+			out.RootVolume = &v
+			continue
+		}
+		if *bd.DeviceName == "" {
+			r.Error(field.Required(p.Child("deviceName"), "non-root volumes need a device name"))
+			continue
+		}
+		v.DeviceName = *bd.DeviceName
+		out.NonRootVolumes = append(out.NonRootVolumes, v)
+	}
+}
+
+func ebsToCAPA(e *mapiv1.EBSBlockDeviceSpec, path *field.Path, r *convert.Report) (capav1.Volume, bool) {
+	var v capav1.Volume
+	ok := true
+	if e.DeprecatedDeleteOnTermination != nil {
+		r.Warn(path.Child("deleteOnTermination"), "dropped: it has no effect in the Machine API, and CAPA deletes volumes with the instance")
+	}
+	switch {
+	case e.VolumeSize == nil:
+		r.Error(field.Required(path.Child("volumeSize"), "CAPA volumes need an explicit size"))
+		ok = false
+	case *e.VolumeSize < minVolumeSize:
+		r.Error(field.Invalid(path.Child("volumeSize"), *e.VolumeSize, "CAPA volumes are at least 8 GiB"))
+		ok = false
+	default:
+		v.Size = *e.VolumeSize
+	}
+	if e.VolumeType != nil {
+		v.Type = capav1.VolumeType(*e.VolumeType)
+	}
+	if e.Iops != nil {
+		if *e.Iops < 0 {
+			r.Error(field.Invalid(path.Child("iops"), *e.Iops, "must not be negative"))
+			ok = false
+		}
+		v.IOPS = *e.Iops
+	}
+	if e.ThroughputMib != nil {
+		if *e.ThroughputMib < 0 {
+			r.Error(field.Invalid(path.Child("throughputMib"), *e.ThroughputMib, "must not be negative"))
+			ok = false
+		}
+		v.Throughput = ptr.To(int64(*e.ThroughputMib))
+	}
+	v.Encrypted = copyBool(e.Encrypted)
+	k := e.KMSKey
+	kp := path.Child("kmsKey")
+	switch {
+	case len(k.Filters) > 0:
+		r.Error(field.Invalid(kp.Child("filters"), filterNames(k.Filters), "CAPA takes a KMS key ID or ARN"))
+		ok = false
+	case k.ID != nil && k.ARN != nil:
+		r.Error(field.Forbidden(kp, "set id or arn, not both"))
+		ok = false
+	case k.ARN != nil:
+		v.EncryptionKey = *k.ARN
+	case k.ID != nil:
+		v.EncryptionKey = *k.ID
+		if isARN(*k.ID) {
+			r.Warn(kp.Child("id"), "holds an ARN; converting back puts it in kmsKey.arn")
+		}
+	}
+	return v, ok
+}
+
+func filterNames(fs []mapiv1.Filter) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
+func copyString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
+}
+
+func copyBool(p *bool) *bool {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
+}
