@@ -23,6 +23,8 @@ type managerFlags struct {
 	leaderNamespace string
 	leaderID        string
 	cloudURL        string
+	qps             float32
+	burst           int
 }
 
 func newManagerCommand() *cobra.Command {
@@ -55,6 +57,7 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			if err != nil {
 				return err
 			}
+			cfg.QPS, cfg.Burst = f.qps, f.burst
 			mgr, err := manager.New(cfg, manager.Options{
 				MetricsAddr: f.metricsAddr, HealthProbeAddr: f.probeAddr,
 				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
@@ -81,6 +84,8 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	fl.StringVar(&f.leaderID, "leader-election-id", "machina-manager", "name of the leader-election Lease")
 	fl.StringVar(&f.cloudURL, "cloud-url", "", "endpoint of the simulated cloud, for the simulated provider's controllers")
+	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
+	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
 	return cmd
 }
 

@@ -6,6 +6,7 @@ package manager
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -130,6 +131,10 @@ type Options struct {
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = "machina-manager"
+	}
+	if os.Getenv("MACHINA_DEBUG_WRITES") != "" {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return debugRT{rt} })
 	}
 	lease := 15 * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

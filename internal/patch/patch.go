@@ -27,9 +27,17 @@ func NewHelper(obj client.Object, c client.Client) *Helper {
 	return &Helper{c: c, before: obj.DeepCopyObject().(client.Object)}
 }
 
+// Option changes what Patch writes.
+type Option int
+
+// SkipStatus writes metadata and spec only; status changes wait for a later reconcile that
+// recomputes them. A reconcile that only has to store a finalizer before anything else uses
+// it to save a write.
+const SkipStatus Option = 1
+
 // Patch writes the differences between the snapshot and obj. obj is updated with the
 // server's answer (new resourceVersion) and keeps the status the reconcile wanted.
-func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
+func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) error {
 	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h.before)
 	if err != nil {
 		return err
@@ -43,6 +51,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	delete(after, "status")
 	mainChanged := !equality.Semantic.DeepEqual(before, after)
 	statusChanged := !equality.Semantic.DeepEqual(beforeStatus, afterStatus)
+	for _, o := range opts {
+		if o == SkipStatus {
+			statusChanged = false
+		}
+	}
 
 	base := h.before
 	if mainChanged {

@@ -58,5 +58,5 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Recorder: mgr.GetEventRecorderFor("machineapi-machinehealthcheck")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&nodelink.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
+	return (&nodelink.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(context.Background(), mgr)
 }

@@ -95,8 +95,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(m, r.Client)
+	var patchOpts []patch.Option
 	defer func() {
-		err := helper.Patch(ctx, m)
+		err := helper.Patch(ctx, m, patchOpts...)
 		switch {
 		case err == nil:
 		case apierrors.IsNotFound(err) && !m.DeletionTimestamp.IsZero():
@@ -124,9 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.reconcileDelete(ctx, m)
 	}
 	// The finalizer must be stored before any cloud call, so an instance never outlives
-	// a Machine deleted in between.
-	// Storing it brings the Machine back through its watch.
+	// a Machine deleted in between. Storing it brings the Machine back through its watch;
+	// the status the gate computed is written then, together with the provisioning results.
 	if controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer) {
+		patchOpts = append(patchOpts, patch.SkipStatus)
 		return ctrl.Result{}, nil
 	}
 	return r.reconcileNormal(ctx, m)

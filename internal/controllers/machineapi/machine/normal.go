@@ -3,6 +3,8 @@ package machine
 import (
 	"context"
 
+	"k8s.io/utils/ptr"
+
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,12 +33,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *machinev1beta1.Mach
 		r.fail(m, machinev1beta1.CreateMachineError, "Can't find created instance: it was deleted outside of machina")
 		return ctrl.Result{}, nil
 	}
-	r.setPhase(m, machinev1beta1.PhaseProvisioning)
+	r.setPhaseQuietly(m, machinev1beta1.PhaseProvisioning)
 	setInstanceExists(m, corev1.ConditionFalse, "InstanceNotCreated", "the instance is being created")
 	if err := r.Actuator.Create(ctx, m); err != nil {
+		r.event(m, corev1.EventTypeNormal, "PhaseProvisioning", "Machine %s is Provisioning", m.Name)
 		return r.retry(m, "CreateError", err)
 	}
-	r.event(m, corev1.EventTypeNormal, "Created", "Created instance for Machine %s", m.Name)
+	// One event tells of Provisioning and Provisioned when both happen in one pass.
+	r.event(m, corev1.EventTypeNormal, "Created", "Created instance %s for Machine %s: Provisioning -> Provisioned",
+		ptr.Deref(m.Spec.ProviderID, ""), m.Name)
+	r.setPhaseQuietly(m, machinev1beta1.PhaseProvisioned)
 	setCreation(m, corev1.ConditionTrue, "MachineCreationSucceeded", "the instance was created")
 	setInstanceExists(m, corev1.ConditionTrue, "InstanceExists", "the instance exists")
 	return r.afterProvisioned(m)

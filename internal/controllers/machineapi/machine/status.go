@@ -13,17 +13,25 @@ func phase(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, 
 
 // setPhase moves the Machine to a phase, stamping lastUpdated and emitting an event on change.
 func (r *Reconciler) setPhase(m *machinev1beta1.Machine, p string) {
-	if phase(m) == p {
+	if !r.setPhaseQuietly(m, p) {
 		return
 	}
-	m.Status.Phase = ptr.To(p)
-	now := metav1.Now()
-	m.Status.LastUpdated = &now
 	typ := corev1.EventTypeNormal
 	if p == machinev1beta1.PhaseFailed {
 		typ = corev1.EventTypeWarning
 	}
 	r.event(m, typ, "Phase"+p, "Machine %s is %s", m.Name, p)
+}
+
+// setPhaseQuietly moves the Machine to a phase without an event, reporting a change.
+func (r *Reconciler) setPhaseQuietly(m *machinev1beta1.Machine, p string) bool {
+	if phase(m) == p {
+		return false
+	}
+	m.Status.Phase = ptr.To(p)
+	now := metav1.Now()
+	m.Status.LastUpdated = &now
+	return true
 }
 
 // fail moves the Machine to the terminal Failed phase with a reason and a message.

@@ -10,7 +10,9 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -33,6 +35,10 @@ const (
 // Reconciler links one Node at a time.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a Machine fresh before its status is written: the Machine controller
+	// writes the same Machine moments earlier, and a write from a stale copy would only
+	// bounce off the optimistic lock.
+	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
@@ -110,8 +116,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("updating Node %s: %w", node.Name, err)
 	}
 	if ref := m.Status.NodeRef; ref == nil || ref.Name != node.Name || ref.UID != node.UID {
+		if r.APIReader != nil {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
+		}
 		base := m.DeepCopy()
 		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
+		// A provisioned Machine with a Node is Running by definition; saying so in the same
+		// write spares the Machine controller a second one.
+		if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseProvisioned {
+			m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
+			now := metav1.Now()
+			m.Status.LastUpdated = &now
+		}
 		if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("setting nodeRef of Machine %s/%s: %w", m.Namespace, m.Name, err)
 		}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/cloud/kubelet"
+	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/lab"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// result is one row of figures.
+type result struct {
+	N                 int
+	Seconds           float64
+	ManagerWrites     int64
+	KubeletWrites     int64
+	ManagerPeakRSSMiB float64
+	Extra             string
+}
+
+func printTable(scenario string, rows []result) {
+	fmt.Printf("\n%s on %d CPUs (%s/%s, %s)\n", scenario, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, cpuModel())
+	fmt.Printf("%8s %10s %14s %14s %16s %s\n", "N", "seconds", "mgr writes/M", "kubelet wr/M", "mgr peak RSS", "")
+	for _, r := range rows {
+		fmt.Printf("%8d %10.1f %14.2f %14.2f %13.0f MiB %s\n", r.N, r.Seconds,
+			float64(r.ManagerWrites)/float64(r.N), float64(r.KubeletWrites)/float64(r.N), r.ManagerPeakRSSMiB, r.Extra)
+	}
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			return strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+		}
+	}
+	return "unknown CPU"
+}
+
+// env is a lab, a cloud and a manager child process.
+type env struct {
+	dir          string
+	lab          *lab.Lab
+	client       client.Client
+	cloud        *server.Server
+	kubeletWrite atomic.Int64
+	mgr          *exec.Cmd
+	metricsAddr  string
+}
+
+func startEnv(groups string) (*env, error) {
+	dir, err := os.MkdirTemp("", "machina-bench-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{dir: dir}
+	ctx := context.Background()
+	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, Progress: os.Stderr}); err != nil {
+		return nil, err
+	}
+	if e.client, err = client.New(e.lab.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
+		return nil, err
+	}
+	kcfg := rest.CopyConfig(e.lab.Config)
+	kcfg.Wrap(countWrites(&e.kubeletWrite))
+	e.cloud, err = server.New(server.Options{StateDir: filepath.Join(dir, "cloud"), NoSync: true, KubeConfig: kcfg,
+		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod},
+		Logger:  logr.Discard()})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cloud.Start(ctx); err != nil {
+		return nil, err
+	}
+	e.metricsAddr, err = freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	e.mgr = exec.Command(os.Args[0], "manager", "--kubeconfig", e.lab.KubeconfigPath, "--cloud-url", e.cloud.URL(),
+		"--controllers", groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr,
+		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
+	e.mgr.Stdout, e.mgr.Stderr = logf, logf
+	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
+	e.mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := e.mgr.Start(); err != nil {
+		return nil, err
+	}
+	// Wait for the metrics endpoint: the manager is up.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := e.managerWrites(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("manager did not start; see %s", filepath.Join(dir, "manager.log"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return e, nil
+}
+
+func (e *env) stop() {
+	if e.mgr != nil && e.mgr.Process != nil {
+		_ = e.mgr.Process.Signal(syscall.SIGTERM)
+		_ = e.mgr.Wait()
+	}
+	if e.cloud != nil {
+		e.cloud.Close()
+	}
+	e.lab.Stop()
+	if os.Getenv("MACHINA_BENCH_KEEP") == "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// managerWrites sums the manager's own mutating API requests from its client metrics.
+func (e *env) managerWrites() (int64, error) {
+	resp, err := http.Get("http://" + e.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var total int64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "rest_client_requests_total{") {
+			continue
+		}
+		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+			if strings.Contains(l, m) {
+				f := strings.Fields(l)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				total += int64(v)
+			}
+		}
+	}
+	return total, sc.Err()
+}
+
+// managerPeakRSS reads the manager process's peak resident set (VmHWM).
+func (e *env) managerPeakRSS() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.mgr.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+type countingRT struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
+
+func countWrites(n *atomic.Int64) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper { return countingRT{next: rt, n: n} }
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

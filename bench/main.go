@@ -1,0 +1,75 @@
+// Command bench measures machina's scale scenarios on this machine and prints the figures
+// the issues ask for. It is not a test: nothing here passes or fails on time.
+//
+//	go run ./bench mapi-scale -n 100 -n 1000
+//
+// Each run starts a fresh lab (etcd + kube-apiserver), the simulated cloud with zero delays
+// and its kubelet in this process, and `machina manager` as a child process, so the
+// manager's own peak memory and API writes can be read separately.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/machina-dev/machina/internal/cli"
+)
+
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint(*l) }
+func (l *intList) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err == nil {
+		*l = append(*l, n)
+	}
+	return err
+}
+
+func main() {
+	// The manager child process is this binary too.
+	if len(os.Args) > 1 && os.Args[1] == "manager" {
+		os.Exit(cli.Execute())
+	}
+	if len(os.Args) < 2 {
+		usage()
+	}
+	scenario, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(scenario, flag.ExitOnError)
+	var sizes intList
+	fs.Var(&sizes, "n", "number of Machines (repeatable)")
+	_ = fs.Parse(args)
+	if len(sizes) == 0 {
+		sizes = intList{100}
+	}
+	run, ok := scenarios[scenario]
+	if !ok {
+		usage()
+	}
+	var rows []result
+	for _, n := range sizes {
+		r, err := run(n)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s -n %d: %v\n", scenario, n, err)
+			os.Exit(1)
+		}
+		rows = append(rows, r)
+	}
+	printTable(scenario, rows)
+}
+
+var scenarios = map[string]func(n int) (result, error){
+	"mapi-scale": mapiScale,
+}
+
+func usage() {
+	var names []string
+	for k := range scenarios {
+		names = append(names, k)
+	}
+	fmt.Fprintf(os.Stderr, "usage: go run ./bench {%s} [-n N]...\n", strings.Join(names, "|"))
+	os.Exit(2)
+}
