@@ -177,8 +177,9 @@ func TestDrainUnreachableNodeDoesNotWaitForever(t *testing.T) {
 	if pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds != 1 {
 		t.Fatalf("eviction on an unreachable Node must use a 1s grace period, got %v", pod.DeletionGracePeriodSeconds)
 	}
-	// No kubelet will ever finish the pod; after the skip-wait the drain is done anyway.
-	time.Sleep(drain.UnreachableSkipWait + 500*time.Millisecond)
+	// No kubelet will ever finish the pod; once its deletion time plus the skip-wait has
+	// passed, the drain is done anyway.
+	time.Sleep(time.Until(pod.DeletionTimestamp.Add(drain.UnreachableSkipWait + 500*time.Millisecond)))
 	if res, err = drain.Drain(ctx, c, c, "dead"); err != nil || !res.Done {
 		t.Fatalf("drain of an unreachable Node must not wait for its pods: %+v %v", res, err)
 	}

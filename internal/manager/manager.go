@@ -39,6 +39,28 @@ type Env struct {
 	// Resync is how often controllers look at healthy objects without an event (each
 	// controller's default when zero). Tests shorten it.
 	Resync time.Duration
+	// MachineAPINamespace and ClusterAPINamespace are where the sync controllers find each
+	// API's copies; DefaultMachineAPINamespace and DefaultClusterAPINamespace when empty.
+	MachineAPINamespace string
+	ClusterAPINamespace string
+}
+
+// The namespaces OpenShift uses for each API.
+const (
+	DefaultMachineAPINamespace = "openshift-machine-api"
+	DefaultClusterAPINamespace = "openshift-cluster-api"
+)
+
+// Namespaces returns the namespace pair with defaults applied.
+func (e Env) Namespaces() (mapi, capi string) {
+	mapi, capi = e.MachineAPINamespace, e.ClusterAPINamespace
+	if mapi == "" {
+		mapi = DefaultMachineAPINamespace
+	}
+	if capi == "" {
+		capi = DefaultClusterAPINamespace
+	}
+	return mapi, capi
 }
 
 var (

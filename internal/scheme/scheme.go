@@ -1,6 +1,6 @@
 // Package scheme builds the runtime.Scheme every machina client and controller uses: the
-// Kubernetes built-ins, the Machine API, config.openshift.io, Cluster API core v1beta2 and
-// the simulated provider's types.
+// Kubernetes built-ins, the Machine API, config.openshift.io, Cluster API core v1beta2,
+// the Cluster API AWS provider (for conversion) and the simulated provider's types.
 package scheme
 
 import (
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	awsv1beta2 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
@@ -24,6 +25,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(configv1.Install(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(infrav1.AddToScheme(s))
+	utilruntime.Must(awsv1beta2.AddToScheme(s))
 	return s
 }
 

@@ -56,6 +56,8 @@ type Options struct {
 	Delays server.Delays
 	// Resync of the controllers; default 2s so vanished instances are noticed quickly.
 	Resync time.Duration
+	// CatalogueFile extends the simulated cloud's catalogue (server.Options.CatalogueFile).
+	CatalogueFile string
 }
 
 // Start brings up the environment and registers its teardown.
@@ -69,6 +71,7 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	srv, err := server.New(server.Options{
 		StateDir: t.TempDir(), NoSync: true, Delays: o.Delays, KubeConfig: l.Config, Seed: 1,
+		CatalogueFile: o.CatalogueFile,
 		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod,
 			PodStopTime: time.Second},
 		Logger: logr.Discard(),

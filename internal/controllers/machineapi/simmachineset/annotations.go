@@ -26,10 +26,10 @@ const (
 // ArchLabel is the Node label the controller adds to LabelsAnnotation.
 const ArchLabel = corev1.LabelArchStable // kubernetes.io/arch
 
-// applyCapacity sets the capacity annotations of instance type t in a (which may be nil) and
-// returns the result. Entries of LabelsAnnotation other than kubernetes.io/arch are kept
+// ApplyCapacity sets the scale-from-zero annotations of instance type t in a (which may be
+// nil) and returns the result. Entries of LabelsAnnotation other than kubernetes.io/arch are kept
 // in their order.
-func applyCapacity(a map[string]string, t api.InstanceType) map[string]string {
+func ApplyCapacity(a map[string]string, t api.InstanceType) map[string]string {
 	if a == nil {
 		a = map[string]string{}
 	}
@@ -44,9 +44,9 @@ func applyCapacity(a map[string]string, t api.InstanceType) map[string]string {
 	return a
 }
 
-// removeCapacity deletes what applyCapacity sets: the three capacity annotations and the
+// RemoveCapacity deletes what ApplyCapacity sets: the three capacity annotations and the
 // kubernetes.io/arch entry of LabelsAnnotation (the annotation goes when nothing is left).
-func removeCapacity(a map[string]string) map[string]string {
+func RemoveCapacity(a map[string]string) map[string]string {
 	delete(a, CPUAnnotation)
 	delete(a, MemoryAnnotation)
 	delete(a, GPUAnnotation)

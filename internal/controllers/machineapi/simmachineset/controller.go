@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, fmt.Errorf("describing instance type %q: %w", ps.InstanceType, err)
 	}
 	t := types[0]
-	ms.Annotations = applyCapacity(ms.Annotations, t)
+	ms.Annotations = ApplyCapacity(ms.Annotations, t)
 	mapicond.Set(&ms.Status.Conditions, machinev1beta1.Condition{Type: CapacityAnnotatedCondition,
 		Status: corev1.ConditionTrue, Reason: InstanceTypeFoundReason,
 		Message: fmt.Sprintf("instance type %s: %d vCPU, %d MiB memory, %d GPU, %s", t.Name, t.VCPU, t.MemoryMiB, t.GPU, t.Architecture)})
@@ -169,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // invalid removes the annotations, sets CapacityAnnotated False and, when that is news,
 // records a Warning event.
 func (r *Reconciler) invalid(ms *machinev1beta1.MachineSet, reason, msg string) {
-	ms.Annotations = removeCapacity(ms.Annotations)
+	ms.Annotations = RemoveCapacity(ms.Annotations)
 	changed := mapicond.Set(&ms.Status.Conditions, machinev1beta1.Condition{Type: CapacityAnnotatedCondition,
 		Status: corev1.ConditionFalse, Reason: reason, Message: msg, Severity: machinev1beta1.ConditionSeverityWarning})
 	if changed && r.Recorder != nil {

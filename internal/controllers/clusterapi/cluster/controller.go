@@ -1,0 +1,227 @@
+// Package cluster is the Cluster API Cluster controller: it links a Cluster to its
+// InfraCluster (any provider following the v1beta2 or v1beta1 contract), reports whether the
+// cluster's infrastructure is provisioned, and tears a Cluster down in order: its
+// MachineDeployments, MachineSets, MachinePools and Machines first, then the InfraCluster,
+// then the Cluster itself.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// Reasons of the Cluster's conditions beyond the upstream ones.
+const (
+	WaitingForWorkersDeletionReason        = "WaitingForWorkersDeletion"
+	WaitingForInfrastructureDeletionReason = "WaitingForInfrastructureDeletion"
+	NoInfrastructureReason                 = "NoInfrastructureRef"
+)
+
+// Requeue intervals.
+const (
+	// WaitRequeue is how soon a Cluster waiting on something it does not watch looks again.
+	WaitRequeue = 2 * time.Second
+	// DefaultResync re-reads a settled Cluster's InfraCluster.
+	DefaultResync = 60 * time.Second
+)
+
+// Reconciler reconciles cluster.x-k8s.io Clusters.
+type Reconciler struct {
+	Client   client.Client
+	Resolver *external.Resolver
+	Recorder record.EventRecorder
+	Resync   time.Duration
+
+	watcher *external.Watcher
+}
+
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinesets;machinedeployments;machinepools,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev,resources=*,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+
+// SetupWithManager registers the controller. Descendants (Machines and their sets and pools)
+// bring their Cluster back when they change, so deletion moves on as soon as they are gone.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toCluster := handler.EnqueueRequestsFromMapFunc(descendantToCluster)
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("clusterapi-cluster").
+		For(&clusterv1.Cluster{}).
+		Watches(&clusterv1.Machine{}, toCluster).
+		Watches(&clusterv1.MachineSet{}, toCluster).
+		Watches(&clusterv1.MachineDeployment{}, toCluster).
+		Watches(&clusterv1.MachinePool{}, toCluster).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watcher = &external.Watcher{Controller: c, Cache: mgr.GetCache(),
+		Handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Cluster{})}
+	return nil
+}
+
+func descendantToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile is one pass over a Cluster: paused gate, then the deletion or normal steps; every
+// change is persisted by one patch at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	cl := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(cl, r.Client)
+	defer func() {
+		cl.Status.ObservedGeneration = cl.Generation
+		err := helper.Patch(ctx, cl)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && !cl.DeletionTimestamp.IsZero():
+		case apierrors.IsConflict(err) && retErr == nil:
+			res = ctrl.Result{Requeue: true}
+		default:
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Cluster: %w", err)})
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+		}
+	}()
+
+	if d, _ := gate.ClusterAPI(cl, cl, &cl.Status.Conditions); d.Paused {
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
+		return ctrl.Result{}, nil
+	}
+	if !cl.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, cl)
+	}
+	if controllerutil.AddFinalizer(cl, clusterv1.ClusterFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	setCondition(cl, clusterv1.ClusterDeletingCondition, metav1.ConditionFalse, clusterv1.ClusterNotDeletingReason, "")
+	return r.reconcileInfrastructure(ctx, cl)
+}
+
+// reconcileInfrastructure owns the InfraCluster and mirrors its state.
+func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	ref := cl.Spec.InfrastructureRef
+	if !ref.IsDefined() {
+		// A Cluster without infrastructure (its Machines bring their own) is provisioned.
+		cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionTrue, NoInfrastructureReason,
+			"the Cluster has no spec.infrastructureRef")
+		r.setPhase(cl, clusterv1.ClusterPhaseProvisioned)
+		return ctrl.Result{}, nil
+	}
+	if ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false) {
+		r.setPhase(cl, clusterv1.ClusterPhaseProvisioned)
+	} else {
+		r.setPhase(cl, clusterv1.ClusterPhaseProvisioning)
+	}
+	infra, err := r.Resolver.Get(ctx, r.Client, ref, cl.Namespace)
+	switch {
+	case apierrors.IsNotFound(err):
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse,
+			clusterv1.ClusterInfrastructureDoesNotExistReason, fmt.Sprintf("%s %s does not exist", ref.Kind, ref.Name))
+		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
+	case err != nil:
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionUnknown,
+			clusterv1.ClusterInfrastructureInternalErrorReason, err.Error())
+		return ctrl.Result{}, err
+	}
+	if err := r.watcher.Watch(infra.GroupVersionKind()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := external.EnsureOwned(ctx, r.Client, infra, cl, false, ""); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	provisioned := infra.Provisioned("provisioned")
+	if provisioned && !ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false) {
+		cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+		r.event(cl, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+		r.setPhase(cl, clusterv1.ClusterPhaseProvisioned)
+	}
+	if fds := failureDomains(infra); fds != nil {
+		cl.Status.FailureDomains = fds
+	}
+	if !cl.Spec.ControlPlaneEndpoint.IsValid() {
+		host := infra.String("spec", "controlPlaneEndpoint", "host")
+		port, _, _ := nestedInt(infra, "spec", "controlPlaneEndpoint", "port")
+		if host != "" && port > 0 {
+			cl.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: int32(port)}
+		}
+	}
+	mirrorReady(cl, infra, provisioned)
+	return ctrl.Result{RequeueAfter: r.resync()}, nil
+}
+
+// mirrorReady sets InfrastructureReady from the InfraCluster's Ready condition, or from its
+// provisioned flag when it reports no condition.
+func mirrorReady(cl *clusterv1.Cluster, infra *external.Object, provisioned bool) {
+	if c := infra.Condition(clusterv1.ReadyCondition); c != nil {
+		reason := c.Reason
+		if reason == "" {
+			reason = map[bool]string{true: clusterv1.ClusterInfrastructureReadyReason, false: clusterv1.ClusterInfrastructureNotReadyReason}[c.Status == metav1.ConditionTrue]
+		}
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, c.Status, reason, c.Message)
+		return
+	}
+	if provisioned {
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionTrue, clusterv1.ClusterInfrastructureReadyReason, "")
+	} else {
+		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse, clusterv1.ClusterInfrastructureNotReadyReason,
+			fmt.Sprintf("%s %s is not provisioned yet", infra.GetKind(), infra.GetName()))
+	}
+}
+
+func (r *Reconciler) setPhase(cl *clusterv1.Cluster, p clusterv1.ClusterPhase) {
+	if cl.Status.Phase == string(p) {
+		return
+	}
+	cl.Status.Phase = string(p)
+	r.event(cl, corev1.EventTypeNormal, "Phase"+string(p), "Cluster %s is %s", cl.Name, p)
+}
+
+func setCondition(cl *clusterv1.Cluster, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
+		ObservedGeneration: cl.Generation})
+}
+
+func (r *Reconciler) resync() time.Duration {
+	if r.Resync > 0 {
+		return r.Resync
+	}
+	return DefaultResync
+}
+
+func (r *Reconciler) event(cl *clusterv1.Cluster, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cl, typ, reason, format, args...)
+	}
+}

@@ -1,0 +1,198 @@
+// Package machine is the Cluster API Machine controller. It follows the infrastructure
+// machine contract with any provider (v1beta2 or v1beta1 contract, read as unstructured):
+// it owns the bootstrap config and the InfraMachine, waits for bootstrap data, copies the
+// InfraMachine's providerID, addresses and failure domain, finds the Node by providerID in
+// the workload cluster and keeps the Machine-managed Node labels in sync. Deletion goes
+// through pre-drain hooks, drain, volume detach, pre-terminate hooks, deletion of the
+// InfraMachine and bootstrap config, and deletion of the Node, each step named in the
+// Deleting condition.
+package machine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// Requeue intervals.
+const (
+	// WaitRequeue is how soon a Machine waiting on something it does not watch (its Node in
+	// the workload cluster, a draining pod) looks again.
+	WaitRequeue = 2 * time.Second
+	// DefaultResync re-checks a settled Machine and its Node.
+	DefaultResync = 60 * time.Second
+)
+
+// Reconciler reconciles cluster.x-k8s.io Machines.
+type Reconciler struct {
+	Client   client.Client
+	Resolver *external.Resolver
+	Remote   *remote.Clients
+	Recorder record.EventRecorder
+	// Resync is how often a settled Machine is reconciled without events.
+	Resync time.Duration
+	// MaxConcurrentReconciles defaults to 10.
+	MaxConcurrentReconciles int
+
+	watcher *external.Watcher
+}
+
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev;bootstrap.cluster.x-k8s.io,resources=*,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller. Besides Machines it watches Clusters (pause and
+// unpause, infrastructure provisioned) and, as it meets them, the kinds of the InfraMachines
+// and bootstrap configs it owns.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 10
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("clusterapi-machine").
+		For(&clusterv1.Machine{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)).
+		// Workload clusters are read without watches; a self-hosted one (the lab) also
+		// reports its Nodes here, and their changes bring the Machine back at once.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watcher = &external.Watcher{Controller: c, Cache: mgr.GetCache(),
+		Handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Machine{}, handler.OnlyControllerOwner())}
+	return nil
+}
+
+func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
+	a := o.GetAnnotations()
+	if a[MachineAnnotation] == "" || a[ClusterNamespaceAnnotation] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a[ClusterNamespaceAnnotation], Name: a[MachineAnnotation]}}}
+}
+
+func (r *Reconciler) clusterToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	// Machines that were never reconciled (their Cluster was paused) have no cluster-name
+	// label yet: match spec.clusterName too.
+	var list clusterv1.MachineList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, m := range list.Items {
+		if m.Spec.ClusterName == o.GetName() || m.Labels[clusterv1.ClusterNameLabel] == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile is one pass over a Machine: paused gate, finalizer, then the normal or deletion
+// steps. Every change to the Machine is persisted by one patch at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	m := &clusterv1.Machine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(m, r.Client)
+	defer func() {
+		m.Status.ObservedGeneration = m.Generation
+		err := helper.Patch(ctx, m)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && !m.DeletionTimestamp.IsZero():
+			// Removing the finalizer let the Machine go.
+		case apierrors.IsConflict(err) && retErr == nil:
+			res = ctrl.Result{Requeue: true}
+		default:
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Machine: %w", err)})
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+		}
+	}()
+
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		cluster = nil
+	}
+	if d, _ := gate.ClusterAPI(m, cluster, &m.Status.Conditions); d.Paused {
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
+		return ctrl.Result{}, nil
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, m, cluster)
+	}
+	if cluster == nil {
+		setCondition(m, clusterv1.MachineInfrastructureReadyCondition, "False", clusterv1.MachineInfrastructureInternalErrorReason,
+			fmt.Sprintf("Cluster %s does not exist", m.Spec.ClusterName))
+		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
+	}
+	changed := ensureClusterLink(m, cluster)
+	if controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer) || changed {
+		// Storing the finalizer and the label brings the Machine back through its watch.
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileNormal(ctx, m, cluster)
+}
+
+// ensureClusterLink sets the cluster-name label and, when the Machine has no other owner,
+// an owner reference to its Cluster.
+func ensureClusterLink(m *clusterv1.Machine, cluster *clusterv1.Cluster) bool {
+	changed := false
+	if m.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		changed = true
+	}
+	if len(m.OwnerReferences) == 0 {
+		gvk := clusterv1.GroupVersion.WithKind("Cluster")
+		m.OwnerReferences = append(m.OwnerReferences, metaOwnerRef(gvk.GroupVersion().String(), gvk.Kind, cluster.Name, cluster.UID))
+		changed = true
+	}
+	return changed
+}
+
+func (r *Reconciler) resync() time.Duration {
+	d := r.Resync
+	if d == 0 {
+		d = DefaultResync
+	}
+	return d + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
+func (r *Reconciler) event(m *clusterv1.Machine, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(m, typ, reason, format, args...)
+	}
+}

@@ -1,0 +1,151 @@
+// Package machinesync mirrors Machines between the Machine API and the Cluster API. The
+// Machine API copy's status.authoritativeAPI says which side is the source: its spec is
+// converted onto the other side (a Cluster API Machine plus its own InfraMachine), drift on
+// the other side is overwritten, and status flows back. Deletions cross over through the
+// sync finalizer, following the migration design's rules.
+package machinesync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+)
+
+// ContextRetry is how soon a sync that lacked its cluster context (Infrastructure, Cluster,
+// InfraCluster) is tried again.
+const ContextRetry = 10 * time.Second
+
+// Reconciler keeps one Machine's two copies in step. Requests are keyed by the Machine API
+// namespace and the shared name.
+type Reconciler struct {
+	Client     client.Client
+	Namespaces synccommon.Namespaces
+	Recorder   record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status;machinesets;clusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachines;simclusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+
+// SetupWithManager watches both copies and the InfraMachine.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: o.GetName()}}}
+	})
+	inNS := func(ns string) builder.Predicates {
+		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sync-machine").
+		For(&machinev1beta1.Machine{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
+		Watches(&infrav1.SimMachine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
+		Complete(r)
+}
+
+// Reconcile decides, from both copies, which rule applies.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mapi, err := r.getMAPI(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	capi, err := r.getCAPI(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case mapi == nil && capi == nil:
+		return ctrl.Result{}, nil
+	case mapi == nil:
+		return r.capiOnly(ctx, capi)
+	case !mapi.DeletionTimestamp.IsZero():
+		return r.mapiDeleted(ctx, mapi, capi)
+	}
+	if mapi.Status.AuthoritativeAPI == "" {
+		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMigrating {
+		return ctrl.Result{}, nil // the migration controller holds the object
+	}
+	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+		base := mapi.DeepCopy()
+		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
+		return ctrl.Result{}, r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	}
+	if capi != nil && !capi.DeletionTimestamp.IsZero() {
+		return r.capiDeleted(ctx, mapi, capi)
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
+		return r.toMAPI(ctx, mapi, capi)
+	}
+	// Machine API authoritative, or Cluster API authoritative without a Cluster API copy yet:
+	// the Machine API spec is the source.
+	return r.toCAPI(ctx, mapi, capi)
+}
+
+// decideAuthority initialises an empty status.authoritativeAPI: ClusterAPI when the spec asks
+// for it or a Cluster API copy already exists, MachineAPI otherwise.
+func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
+	base := mapi.DeepCopy()
+	mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	if mapi.Spec.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || capi != nil {
+		mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI {
+		mapi.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
+	} else {
+		mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
+	}
+	return ignoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+func (r *Reconciler) getMAPI(ctx context.Context, name string) (*machinev1beta1.Machine, error) {
+	m := &machinev1beta1.Machine{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.MachineAPI, Name: name}, m)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return m, err
+}
+
+func (r *Reconciler) getCAPI(ctx context.Context, name string) (*clusterv1.Machine, error) {
+	m := &clusterv1.Machine{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: name}, m)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return m, err
+}
+
+func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(o, typ, reason, format, args...)
+	}
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil // a newer copy brings us back
+	}
+	return err
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,105 @@
+package machinesync
+
+import (
+	"context"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+)
+
+// capiMachineFinalizer is the Cluster API Machine controller's finalizer.
+const capiMachineFinalizer = clusterv1.MachineFinalizer
+
+// deletionPoll is how often a carried-over deletion checks whether the authoritative
+// controller has finished.
+const deletionPoll = 2 * time.Second
+
+// mapiDeleted carries a Machine API deletion over. It propagates when the Machine API was
+// authoritative, when the Machine is owned (a MachineSet or health check deleted it), or when
+// the Cluster API copy is going anyway; a standalone, non-authoritative Machine API copy may be
+// deleted on its own, leaving the Cluster API Machine running.
+func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	authority := mapi.Status.AuthoritativeAPI
+	propagate := authority != machinev1beta1.MachineAuthorityClusterAPI || metav1.GetControllerOf(mapi) != nil ||
+		(capi != nil && !capi.DeletionTimestamp.IsZero())
+	if capi != nil && propagate {
+		if capi.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+			r.event(mapi, corev1.EventTypeNormal, "MirrorDeleted", "Deleting Cluster API Machine %s/%s with its Machine API copy", capi.Namespace, capi.Name)
+		}
+		// Wait for the authoritative controller to finish with the instance.
+		if authority == machinev1beta1.MachineAuthorityClusterAPI {
+			if controllerutil.ContainsFinalizer(capi, capiMachineFinalizer) {
+				return ctrl.Result{RequeueAfter: deletionPoll}, nil
+			}
+		} else if controllerutil.ContainsFinalizer(mapi, machinev1beta1.MachineFinalizer) {
+			return ctrl.Result{RequeueAfter: deletionPoll}, nil
+		}
+		if err := r.release(ctx, capi, capiMachineFinalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if capi != nil {
+		// The Cluster API Machine carries on alone.
+		if err := r.release(ctx, capi); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.event(mapi, corev1.EventTypeNormal, "DeletionNotSynchronised",
+			"Cluster API Machine %s/%s is authoritative and keeps running", capi.Namespace, capi.Name)
+	}
+	// The Machine API controller's finalizer stays only while it is authoritative and working.
+	extra := []string{}
+	if authority == machinev1beta1.MachineAuthorityClusterAPI {
+		extra = append(extra, machinev1beta1.MachineFinalizer)
+	}
+	return ctrl.Result{}, r.release(ctx, mapi, extra...)
+}
+
+// capiDeleted carries a Cluster API deletion over while the Machine API copy still exists. It
+// propagates when the Cluster API is authoritative or the Machine is owned; otherwise the
+// deletion of a copy is undone: the copy is let go and recreated from the Machine API.
+func (r *Reconciler) capiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || metav1.GetControllerOf(capi) != nil {
+		if err := r.Client.Delete(ctx, mapi); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, nil // mapiDeleted finishes the job
+	}
+	r.event(mapi, corev1.EventTypeWarning, "MirrorRecreated",
+		"Cluster API Machine %s/%s was deleted but the Machine API is authoritative; it will be recreated", capi.Namespace, capi.Name)
+	if err := r.release(ctx, capi, capiMachineFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// release removes the sync finalizer, and the given controllers' finalizers that no
+// controller will remove any more, from o.
+func (r *Reconciler) release(ctx context.Context, o client.Object, others ...string) error {
+	base := o.DeepCopyObject().(client.Object)
+	changed := controllerutil.RemoveFinalizer(o, synccommon.SyncFinalizer)
+	for _, f := range others {
+		changed = controllerutil.RemoveFinalizer(o, f) || changed
+	}
+	if !changed {
+		return nil
+	}
+	err := r.Client.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return ignoreConflict(err)
+}

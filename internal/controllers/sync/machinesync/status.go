@@ -1,0 +1,91 @@
+package machinesync
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// statusToCAPI reflects the authoritative Machine API status on the paused Cluster API copy.
+func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
+	base := capi.DeepCopy()
+	capi.Status.Phase = capiPhase(ptr.Deref(mapi.Status.Phase, ""))
+	capi.Status.NodeRef = clusterv1.MachineNodeReference{}
+	if mapi.Status.NodeRef != nil {
+		capi.Status.NodeRef.Name = mapi.Status.NodeRef.Name
+	}
+	capi.Status.Addresses = nil
+	for _, a := range mapi.Status.Addresses {
+		capi.Status.Addresses = append(capi.Status.Addresses, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(a.Type), Address: a.Address})
+	}
+	provisioned := mapi.Spec.ProviderID != nil && *mapi.Spec.ProviderID != ""
+	capi.Status.Initialization.InfrastructureProvisioned = ptr.To(provisioned)
+	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
+		return nil
+	}
+	return ignoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
+}
+
+// statusToMAPI reflects the authoritative Cluster API status on the Machine API copy.
+func statusToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
+	if p := mapiPhase(capi.Status.Phase); p != "" {
+		mapi.Status.Phase = ptr.To(p)
+	}
+	mapi.Status.NodeRef = nil
+	if capi.Status.NodeRef.Name != "" {
+		mapi.Status.NodeRef = &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: capi.Status.NodeRef.Name}
+	}
+	mapi.Status.Addresses = nil
+	for _, a := range capi.Status.Addresses {
+		mapi.Status.Addresses = append(mapi.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
+	}
+}
+
+func capiPhase(p string) string {
+	switch p {
+	case machinev1beta1.PhaseProvisioning:
+		return string(clusterv1.MachinePhaseProvisioning)
+	case machinev1beta1.PhaseProvisioned:
+		return string(clusterv1.MachinePhaseProvisioned)
+	case machinev1beta1.PhaseRunning:
+		return string(clusterv1.MachinePhaseRunning)
+	case machinev1beta1.PhaseDeleting:
+		return string(clusterv1.MachinePhaseDeleting)
+	case machinev1beta1.PhaseFailed:
+		return string(clusterv1.MachinePhaseFailed)
+	}
+	return string(clusterv1.MachinePhasePending)
+}
+
+func mapiPhase(p string) string {
+	switch clusterv1.MachinePhase(p) {
+	case clusterv1.MachinePhasePending, clusterv1.MachinePhaseProvisioning:
+		return machinev1beta1.PhaseProvisioning
+	case clusterv1.MachinePhaseProvisioned:
+		return machinev1beta1.PhaseProvisioned
+	case clusterv1.MachinePhaseRunning:
+		return machinev1beta1.PhaseRunning
+	case clusterv1.MachinePhaseDeleting, clusterv1.MachinePhaseDeleted:
+		return machinev1beta1.PhaseDeleting
+	case clusterv1.MachinePhaseFailed:
+		return machinev1beta1.PhaseFailed
+	}
+	return ""
+}
+
+// copySpec sets dst's spec to src's (both the same Go type with a Spec field).
+func copySpec(src, dst client.Object) error {
+	sv, dv := reflect.ValueOf(src).Elem().FieldByName("Spec"), reflect.ValueOf(dst).Elem().FieldByName("Spec")
+	if !sv.IsValid() || !dv.IsValid() || sv.Type() != dv.Type() {
+		return fmt.Errorf("cannot copy the spec of %T to %T", src, dst)
+	}
+	dv.Set(sv)
+	return nil
+}

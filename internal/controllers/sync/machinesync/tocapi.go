@@ -1,0 +1,198 @@
+package machinesync
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+// toCAPI converts the Machine API copy onto the Cluster API side. When the Machine API is
+// authoritative the Cluster API copies are paused; when the Cluster API is authoritative and
+// has no copy yet (a Machine born Cluster API-authoritative), the copy is created unpaused and
+// later syncs run the other way.
+func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+	}
+	out, warnings, errs := convert.ToClusterAPIMachine(mapi, cc)
+	if len(errs) > 0 {
+		// Nothing is written on the other side: a partial mirror is worse than none.
+		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+	}
+	if mapi.Status.SynchronizedGeneration != mapi.Generation {
+		for _, w := range warnings {
+			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
+		}
+	}
+	if err := r.ensureUserData(ctx, mapi, out.Machine); err != nil {
+		return ctrl.Result{}, err
+	}
+	owner, err := r.capiOwner(ctx, mapi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// The Machine first, so the InfraMachine can be owned by it.
+	desired := out.Machine
+	synccommon.SetPaused(desired, paused)
+	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
+	if owner != nil {
+		desired.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	if capi == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, errorf("creating Cluster API Machine: %w", err)
+		}
+		capi = desired
+		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API Machine %s/%s", capi.Namespace, capi.Name)
+	} else if err := r.updateCAPI(ctx, capi, desired, paused); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	infra := out.InfraMachine
+	synccommon.SetPaused(infra, paused)
+	infra.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("Machine"))})
+	if err := r.upsertInfra(ctx, infra, paused); err != nil {
+		return ctrl.Result{}, err
+	}
+	if paused {
+		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
+}
+
+// updateCAPI overwrites drift on the Cluster API Machine: its spec, the labels and
+// annotations the conversion produces, the paused annotation and the sync finalizer.
+func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, paused bool) error {
+	base := capi.DeepCopy()
+	capi.Spec = desired.Spec
+	capi.Labels = mergeMap(capi.Labels, desired.Labels)
+	capi.Annotations = mergeMap(capi.Annotations, desired.Annotations)
+	synccommon.SetPaused(capi, paused)
+	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+	if len(desired.OwnerReferences) > 0 && metav1.GetControllerOf(capi) == nil {
+		capi.OwnerReferences = append(capi.OwnerReferences, desired.OwnerReferences...)
+	}
+	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
+		return nil
+	}
+	return ignoreConflict(r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// upsertInfra creates the InfraMachine or overwrites drift in its spec and labels.
+func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, paused bool) error {
+	existing := desired.DeepCopyObject().(client.Object)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if apierrors.IsNotFound(err) {
+		return client.IgnoreAlreadyExists(r.Client.Create(ctx, desired))
+	}
+	if err != nil {
+		return err
+	}
+	base := existing.DeepCopyObject().(client.Object)
+	if err := copySpec(desired, existing); err != nil {
+		return err
+	}
+	existing.SetLabels(mergeMap(existing.GetLabels(), desired.GetLabels()))
+	synccommon.SetPaused(existing, paused)
+	if metav1.GetControllerOf(existing) == nil {
+		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), desired.GetOwnerReferences()...))
+	}
+	if equality.Semantic.DeepEqual(base, existing) {
+		return nil
+	}
+	return ignoreConflict(r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
+// the same name as the Machine API Machine's MachineSet, when it exists.
+func (r *Reconciler) capiOwner(ctx context.Context, mapi *machinev1beta1.Machine) (*metav1.OwnerReference, error) {
+	ref := metav1.GetControllerOf(mapi)
+	if ref == nil || ref.Kind != "MachineSet" {
+		return nil, nil
+	}
+	ms := &clusterv1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: ref.Name}, ms)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
+}
+
+// ensureUserData copies the Machine API user-data Secret (key userData) into the Cluster API
+// namespace as a bootstrap data Secret (key value), which is what Cluster API providers read.
+func (r *Reconciler) ensureUserData(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
+	name := capi.Spec.Bootstrap.DataSecretName
+	if name == nil || *name == "" {
+		return nil
+	}
+	src := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mapi.Namespace, Name: *name}, src); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dst := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: capi.Namespace, Name: *name}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+		if dst.Data == nil {
+			dst.Data = map[string][]byte{}
+		}
+		dst.Data["value"] = src.Data["userData"]
+		if dst.Labels == nil {
+			dst.Labels = map[string]string{}
+		}
+		dst.Labels[clusterv1.ClusterNameLabel] = capi.Spec.ClusterName
+		return nil
+	})
+	return err
+}
+
+// setSynchronized writes the Synchronized condition and, on success, the generation synced.
+func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.Machine, reason string, errs field.ErrorList, detail error, generation int64) error {
+	base := mapi.DeepCopy()
+	changed := synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail)
+	if len(errs) > 0 && changed {
+		r.event(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
+	}
+	if generation > 0 && mapi.Status.SynchronizedGeneration != generation {
+		mapi.Status.SynchronizedGeneration = generation
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return ignoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+func mergeMap(into, from map[string]string) map[string]string {
+	if len(from) == 0 {
+		return into
+	}
+	if into == nil {
+		into = map[string]string{}
+	}
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
+}

@@ -1,0 +1,134 @@
+package machinesync
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// toMAPI converts the authoritative Cluster API Machine and its InfraMachine onto the Machine
+// API copy, spec and status.
+func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	desired, res, err := r.convertToMAPI(ctx, mapi, capi)
+	if desired == nil {
+		return res, err
+	}
+	base := mapi.DeepCopy()
+	authority := mapi.Spec.AuthoritativeAPI
+	mapi.Spec = desired.Spec
+	mapi.Spec.AuthoritativeAPI = authority // the user's request, never the sync's
+	mapi.Labels = mergeMap(mapi.Labels, desired.Labels)
+	mapi.Annotations = mergeMap(mapi.Annotations, desired.Annotations)
+	if owner, err := r.mapiOwner(ctx, capi); err != nil {
+		return ctrl.Result{}, err
+	} else if owner != nil && metav1.GetControllerOf(mapi) == nil {
+		mapi.OwnerReferences = append(mapi.OwnerReferences, *owner)
+	}
+	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
+		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, ignoreConflict(err)
+		}
+	}
+	base = mapi.DeepCopy()
+	statusToMAPI(mapi, capi)
+	synccommon.SetSynchronized(&mapi.Status.Conditions, synccommon.SynchronizedReason, nil, nil)
+	mapi.Status.SynchronizedGeneration = capi.Generation
+	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, ignoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// convertToMAPI reads the InfraMachine and converts; on failure it records why and returns nil.
+func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, ctrl.Result, error) {
+	ref := capi.Spec.InfrastructureRef
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind)
+	if err != nil {
+		return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+	}
+	obj, err := scheme.Scheme.New(cc.Platform.InfraMachineGVK())
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	infra := obj.(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, infra); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil,
+				errorf("%s %s/%s not found", ref.Kind, capi.Namespace, ref.Name), 0)
+		}
+		return nil, ctrl.Result{}, err
+	}
+	out, warnings, errs := convert.ToMachineAPIMachine(capi, infra, cc)
+	if len(errs) > 0 {
+		return nil, ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+	}
+	if mapi != nil && mapi.Status.SynchronizedGeneration != capi.Generation {
+		for _, w := range warnings {
+			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
+		}
+	}
+	return out, ctrl.Result{}, nil
+}
+
+// mapiOwner is the Machine API MachineSet mirroring the Cluster API Machine's MachineSet.
+func (r *Reconciler) mapiOwner(ctx context.Context, capi *clusterv1.Machine) (*metav1.OwnerReference, error) {
+	ref := metav1.GetControllerOf(capi)
+	if ref == nil || ref.Kind != "MachineSet" {
+		return nil, nil
+	}
+	ms := &machinev1beta1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.MachineAPI, Name: ref.Name}, ms)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return metav1.NewControllerRef(ms, machinev1beta1.GroupVersion.WithKind("MachineSet")), nil
+}
+
+// capiOnly handles a Cluster API Machine without a Machine API copy: it lives on its own,
+// unless its MachineSet is mirrored in the Machine API, which then shows it as a Cluster
+// API-authoritative Machine.
+func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+		// Its copy was deleted and the deletion was settled then; nothing left to sync.
+		base := capi.DeepCopy()
+		controllerutil.RemoveFinalizer(capi, synccommon.SyncFinalizer)
+		return ctrl.Result{}, ignoreConflict(client.IgnoreNotFound(r.Client.Patch(ctx, capi, client.MergeFrom(base))))
+	}
+	if !capi.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	owner, err := r.mapiOwner(ctx, capi)
+	if err != nil || owner == nil {
+		return ctrl.Result{}, err
+	}
+	out, res, err := r.convertToMAPI(ctx, nil, capi)
+	if out == nil {
+		return res, err
+	}
+	out.Namespace = r.Namespaces.MachineAPI
+	out.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	out.OwnerReferences = []metav1.OwnerReference{*owner}
+	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
+	if err := r.Client.Create(ctx, out); err != nil {
+		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
+	}
+	base := out.DeepCopy()
+	out.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	out.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
+	return ctrl.Result{}, ignoreConflict(r.Client.Status().Patch(ctx, out, client.MergeFrom(base)))
+}

@@ -1,0 +1,34 @@
+// Package sync registers the sync controller group: live two-way mirroring of Machines (and,
+// as they land, MachineSets and MachineHealthChecks) between the Machine API and Cluster API.
+package sync
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/manager"
+)
+
+// GroupName is the --controllers name of this group.
+const GroupName = "sync"
+
+func init() {
+	manager.Register(manager.Group{
+		Name:        GroupName,
+		Description: "Machine API <-> Cluster API mirroring of Machines (sync finalizer, Synchronized condition)",
+		Setup:       Setup,
+	})
+}
+
+// Setup adds the sync controllers to mgr.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	mapiNS, capiNS := env.Namespaces()
+	gate.SyncNamespace = mapiNS
+	return (&machinesync.Reconciler{
+		Client:     mgr.GetClient(),
+		Namespaces: synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS},
+		Recorder:   mgr.GetEventRecorderFor("sync-machine"),
+	}).SetupWithManager(mgr)
+}

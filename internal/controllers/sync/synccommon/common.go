@@ -1,0 +1,150 @@
+// Package synccommon holds what the sync controllers share: the sync finalizer, the
+// Synchronized condition, the namespace pair, and building the conversion context (cluster
+// name, platform) from the cluster's Infrastructure, Cluster and InfraCluster objects.
+package synccommon
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/convert/providers/aws"
+	"github.com/machina-dev/machina/internal/convert/providers/sim"
+	"github.com/machina-dev/machina/internal/mapicond"
+)
+
+// SyncFinalizer lets the sync controller carry a deletion across to the mirror before either
+// object goes.
+const SyncFinalizer = "sync.machine.openshift.io/finalizer"
+
+// SynchronizedCondition on a Machine API object says whether its mirror matches.
+const SynchronizedCondition machinev1beta1.ConditionType = "Synchronized"
+
+// Reasons of the Synchronized condition.
+const (
+	ConversionFailedReason = "ConversionFailed"
+	SynchronizedReason     = "ResourceSynchronized"
+	NoContextReason        = "ClusterNotReady"
+)
+
+// Namespaces is where each API's copies live.
+type Namespaces struct {
+	MachineAPI string
+	ClusterAPI string
+}
+
+// Platform kinds the sync can convert.
+const (
+	SimProviderSpecKind = "SimMachineProviderSpec"
+	AWSProviderSpecKind = "AWSMachineProviderConfig"
+)
+
+// ProviderSpecKind reads the kind of a providerSpec value.
+func ProviderSpecKind(ps machinev1beta1.ProviderSpec) string {
+	if ps.Value == nil {
+		return ""
+	}
+	var tm struct{ Kind string }
+	if ps.Value.Raw != nil {
+		_ = jsonUnmarshal(ps.Value.Raw, &tm)
+	} else if ps.Value.Object != nil {
+		tm.Kind = ps.Value.Object.GetObjectKind().GroupVersionKind().Kind
+	}
+	return tm.Kind
+}
+
+// ContextFor builds the conversion context of the cluster for a platform, given by a
+// Machine API providerSpec kind or a Cluster API InfraMachine(Template) kind.
+func ContextFor(ctx context.Context, c client.Reader, ns Namespaces, kind string) (convert.Context, error) {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		return convert.Context{}, fmt.Errorf("reading Infrastructure cluster: %w", err)
+	}
+	clusterName, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	var cc convert.Context
+	switch kind {
+	case SimProviderSpecKind, "SimMachine", "SimMachineTemplate":
+		sc, err := simCluster(ctx, c, ns.ClusterAPI, clusterName)
+		if err != nil {
+			return convert.Context{}, err
+		}
+		if cc, err = sim.NewContext(clusterName, sc); err != nil {
+			return convert.Context{}, err
+		}
+	case AWSProviderSpecKind, "AWSMachine", "AWSMachineTemplate":
+		if cc, err = aws.NewContext(infra); err != nil {
+			return convert.Context{}, err
+		}
+	default:
+		return convert.Context{}, fmt.Errorf("no conversion for platform kind %q", kind)
+	}
+	cc.Namespaces = convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI}
+	return cc, nil
+}
+
+func simCluster(ctx context.Context, c client.Reader, ns, name string) (*infrav1.SimCluster, error) {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+		return nil, fmt.Errorf("reading Cluster %s/%s: %w", ns, name, err)
+	}
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "SimCluster" {
+		return nil, fmt.Errorf("Cluster %s/%s: spec.infrastructureRef is %q, not a SimCluster", ns, name, ref.Kind)
+	}
+	sc := &infrav1.SimCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, sc); err != nil {
+		return nil, fmt.Errorf("reading SimCluster %s/%s: %w", ns, ref.Name, err)
+	}
+	return sc, nil
+}
+
+// SetSynchronized records the outcome of a sync on a Machine API object's conditions.
+func SetSynchronized(conds *[]machinev1beta1.Condition, reason string, errs field.ErrorList, detail error) bool {
+	c := machinev1beta1.Condition{Type: SynchronizedCondition, Status: corev1.ConditionTrue, Reason: SynchronizedReason}
+	switch {
+	case len(errs) > 0:
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		sort.Strings(msgs)
+		c.Status, c.Reason, c.Severity = corev1.ConditionFalse, reason, machinev1beta1.ConditionSeverityError
+		c.Message = strings.Join(msgs, "; ")
+	case detail != nil:
+		c.Status, c.Reason, c.Severity = corev1.ConditionFalse, reason, machinev1beta1.ConditionSeverityWarning
+		c.Message = detail.Error()
+	}
+	return mapicond.Set(conds, c)
+}
+
+// SetPaused adds or removes the Cluster API paused annotation, reporting a change.
+func SetPaused(o client.Object, paused bool) bool {
+	a := o.GetAnnotations()
+	_, has := a[clusterv1.PausedAnnotation]
+	if has == paused {
+		return false
+	}
+	if paused {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[clusterv1.PausedAnnotation] = ""
+	} else {
+		delete(a, clusterv1.PausedAnnotation)
+	}
+	o.SetAnnotations(a)
+	return true
+}
