@@ -24,6 +24,15 @@ func init() {
 	})
 }
 
+// setupFunc adds one more controller of the group. Controllers add theirs from an init
+// function in their own register_<name>.go file, so they never edit a shared list.
+type setupFunc func(mgr ctrl.Manager, env manager.Env, resolver *external.Resolver) error
+
+var extraSetups []setupFunc
+
+// addSetup registers a controller of this group.
+func addSetup(f setupFunc) { extraSetups = append(extraSetups, f) }
+
 // Setup adds the Cluster API controllers to mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	resolver := &external.Resolver{Reader: mgr.GetClient(), Mapper: mgr.GetRESTMapper()}
@@ -35,11 +44,19 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&machine.Reconciler{
+	if err := (&machine.Reconciler{
 		Client:   mgr.GetClient(),
 		Resolver: resolver,
 		Remote:   &remote.Clients{Reader: mgr.GetClient()},
 		Recorder: mgr.GetEventRecorderFor("clusterapi-machine"),
 		Resync:   env.Resync,
-	}).SetupWithManager(mgr)
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	for _, f := range extraSetups {
+		if err := f(mgr, env, resolver); err != nil {
+			return err
+		}
+	}
+	return nil
 }

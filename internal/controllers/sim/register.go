@@ -1,7 +1,6 @@
 // Package sim registers the simulated infrastructure provider's controller group: SimCluster
 // and SimMachine, following the Cluster API infrastructure contract against machina's
-// simulated cloud. SimMachineTemplate needs no controller: MachineSets clone it into
-// SimMachines.
+// simulated cloud. (SimMachineTemplate capacity is reported by the autoscaling group.)
 package sim
 
 import (
@@ -27,6 +26,14 @@ func init() {
 	})
 }
 
+// setupFunc adds one more controller of the group; controllers add theirs from an init
+// function in their own register_<name>.go file.
+type setupFunc func(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Client) error
+
+var extraSetups []setupFunc
+
+func addSetup(f setupFunc) { extraSetups = append(extraSetups, f) }
+
 // Setup adds the simulated provider's controllers to mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if env.CloudURL == "" {
@@ -45,8 +52,16 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&simmachine.Reconciler{
+	if err := (&simmachine.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
 		Recorder: mgr.GetEventRecorderFor("sim-simmachine"), Resync: env.Resync,
-	}).SetupWithManager(mgr)
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	for _, f := range extraSetups {
+		if err := f(mgr, env, cloud); err != nil {
+			return err
+		}
+	}
+	return nil
 }
