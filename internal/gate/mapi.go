@@ -29,9 +29,10 @@ const (
 )
 
 // SyncNamespace is set to the Machine API namespace the sync controllers watch when they run
-// in this process: they decide an empty status.authoritativeAPI of a Machine there (ClusterAPI
-// when a Cluster API copy exists), so the gate must not decide first. Until they do, the
-// Machine is paused. Machines in other namespaces are not mirrored; the gate decides for them.
+// in this process: they decide an empty status.authoritativeAPI of a Machine or MachineSet
+// there (ClusterAPI when a Cluster API copy exists), so the gate must not decide first. Until
+// they do, the object is paused. Objects in other namespaces are not mirrored; the gate
+// decides for them.
 var SyncNamespace string
 
 // AuthoritativeAPIUndecidedReason: status.authoritativeAPI is empty and the sync controller
@@ -61,7 +62,7 @@ func MachineAPI(obj client.Object) (Decision, bool, error) {
 		return Decision{}, false, err
 	}
 	changed := false
-	if _, isMachine := obj.(*machinev1beta1.Machine); isMachine && SyncNamespace != "" && obj.GetNamespace() == SyncNamespace && *status == "" {
+	if status != nil && *status == "" && SyncNamespace != "" && obj.GetNamespace() == SyncNamespace {
 		d := Decision{Paused: true, Message: "status.authoritativeAPI is not decided yet: waiting for the sync controller"}
 		changed := mapicond.Set(conds, machinev1beta1.Condition{Type: PausedCondition, Status: corev1.ConditionTrue,
 			Reason: AuthoritativeAPIUndecidedReason, Message: d.Message})

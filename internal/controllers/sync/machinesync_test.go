@@ -134,6 +134,8 @@ func TestSync(t *testing.T) {
 	t.Run("EmptyAuthorityWithMirror_DefaultsToClusterAPIAndSyncsFromIt", testMirrorExists)
 	t.Run("CAPIMirrorDeletedWhileMachineAPIAuthoritative_Recreated", testCAPIDeletedRecreated)
 	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
+	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
+	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
 }
 
 func testMirrorCreated(t *testing.T) {

@@ -5,6 +5,7 @@ package sync
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/machina-dev/machina/internal/controllers/sync/machinesetsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
@@ -17,7 +18,7 @@ const GroupName = "sync"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "Machine API <-> Cluster API mirroring of Machines (sync finalizer, Synchronized condition)",
+		Description: "Machine API <-> Cluster API mirroring of Machines and MachineSets (sync finalizer, Synchronized condition)",
 		Setup:       Setup,
 	})
 }
@@ -26,9 +27,13 @@ func init() {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
 	gate.SyncNamespace = mapiNS
-	return (&machinesync.Reconciler{
-		Client:     mgr.GetClient(),
-		Namespaces: synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS},
-		Recorder:   mgr.GetEventRecorderFor("sync-machine"),
+	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
+	if err := (&machinesync.Reconciler{
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machine"),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&machinesetsync.Reconciler{
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machineset"),
 	}).SetupWithManager(mgr)
 }

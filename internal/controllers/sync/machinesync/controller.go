@@ -114,7 +114,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 	} else {
 		mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
 	}
-	return ignoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
 func (r *Reconciler) getMAPI(ctx context.Context, name string) (*machinev1beta1.Machine, error) {
@@ -139,13 +139,6 @@ func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...
 	if r.Recorder != nil {
 		r.Recorder.Eventf(o, typ, reason, format, args...)
 	}
-}
-
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil // a newer copy brings us back
-	}
-	return err
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -32,7 +32,11 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		return ctrl.Result{}, nil
 	}
 	authority := mapi.Status.AuthoritativeAPI
-	propagate := authority != machinev1beta1.MachineAuthorityClusterAPI || metav1.GetControllerOf(mapi) != nil ||
+	owned, err := r.ownerAlive(ctx, mapi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	propagate := authority != machinev1beta1.MachineAuthorityClusterAPI || owned ||
 		(capi != nil && !capi.DeletionTimestamp.IsZero())
 	if capi != nil && propagate {
 		if capi.DeletionTimestamp.IsZero() {
@@ -49,12 +53,12 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		} else if controllerutil.ContainsFinalizer(mapi, machinev1beta1.MachineFinalizer) {
 			return ctrl.Result{RequeueAfter: deletionPoll}, nil
 		}
-		if err := r.release(ctx, capi, capiMachineFinalizer); err != nil {
+		if err := synccommon.Release(ctx, r.Client, capi, capiMachineFinalizer); err != nil {
 			return ctrl.Result{}, err
 		}
 	} else if capi != nil {
 		// The Cluster API Machine carries on alone.
-		if err := r.release(ctx, capi); err != nil {
+		if err := synccommon.Release(ctx, r.Client, capi); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.event(mapi, corev1.EventTypeNormal, "DeletionNotSynchronised",
@@ -65,7 +69,26 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	if authority == machinev1beta1.MachineAuthorityClusterAPI {
 		extra = append(extra, machinev1beta1.MachineFinalizer)
 	}
-	return ctrl.Result{}, r.release(ctx, mapi, extra...)
+	return ctrl.Result{}, synccommon.Release(ctx, r.Client, mapi, extra...)
+}
+
+// ownerAlive reports whether the Machine's MachineSet exists and is not being deleted: a
+// MachineSet deleting one of its Machines (scale down, remediation) is carried over, while
+// Machines going because their non-authoritative parent was deleted are not.
+func (r *Reconciler) ownerAlive(ctx context.Context, mapi *machinev1beta1.Machine) (bool, error) {
+	ref := metav1.GetControllerOf(mapi)
+	if ref == nil {
+		return false, nil
+	}
+	ms := &machinev1beta1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: mapi.Namespace, Name: ref.Name}, ms)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return ms.UID == ref.UID && ms.DeletionTimestamp.IsZero(), nil
 }
 
 // capiDeleted carries a Cluster API deletion over while the Machine API copy still exists. It
@@ -80,26 +103,8 @@ func (r *Reconciler) capiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	}
 	r.event(mapi, corev1.EventTypeWarning, "MirrorRecreated",
 		"Cluster API Machine %s/%s was deleted but the Machine API is authoritative; it will be recreated", capi.Namespace, capi.Name)
-	if err := r.release(ctx, capi, capiMachineFinalizer); err != nil {
+	if err := synccommon.Release(ctx, r.Client, capi, capiMachineFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, nil
-}
-
-// release removes the sync finalizer, and the given controllers' finalizers that no
-// controller will remove any more, from o.
-func (r *Reconciler) release(ctx context.Context, o client.Object, others ...string) error {
-	base := o.DeepCopyObject().(client.Object)
-	changed := controllerutil.RemoveFinalizer(o, synccommon.SyncFinalizer)
-	for _, f := range others {
-		changed = controllerutil.RemoveFinalizer(o, f) || changed
-	}
-	if !changed {
-		return nil
-	}
-	err := r.Client.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return ignoreConflict(err)
 }

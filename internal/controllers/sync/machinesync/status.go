@@ -2,8 +2,6 @@ package machinesync
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 )
 
 // statusToCAPI reflects the authoritative Machine API status on the paused Cluster API copy.
@@ -30,7 +30,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	return ignoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
 }
 
 // statusToMAPI reflects the authoritative Cluster API status on the Machine API copy.
@@ -78,14 +78,4 @@ func mapiPhase(p string) string {
 		return machinev1beta1.PhaseFailed
 	}
 	return ""
-}
-
-// copySpec sets dst's spec to src's (both the same Go type with a Spec field).
-func copySpec(src, dst client.Object) error {
-	sv, dv := reflect.ValueOf(src).Elem().FieldByName("Spec"), reflect.ValueOf(dst).Elem().FieldByName("Spec")
-	if !sv.IsValid() || !dv.IsValid() || sv.Type() != dv.Type() {
-		return fmt.Errorf("cannot copy the spec of %T to %T", src, dst)
-	}
-	dv.Set(sv)
-	return nil
 }

@@ -85,8 +85,8 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, paused bool) error {
 	base := capi.DeepCopy()
 	capi.Spec = desired.Spec
-	capi.Labels = mergeMap(capi.Labels, desired.Labels)
-	capi.Annotations = mergeMap(capi.Annotations, desired.Annotations)
+	capi.Labels = synccommon.MergeMap(capi.Labels, desired.Labels)
+	capi.Annotations = synccommon.MergeMap(capi.Annotations, desired.Annotations)
 	synccommon.SetPaused(capi, paused)
 	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 	if len(desired.OwnerReferences) > 0 && metav1.GetControllerOf(capi) == nil {
@@ -95,7 +95,7 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 		return nil
 	}
-	return ignoreConflict(r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return synccommon.IgnoreConflict(r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
 // upsertInfra creates the InfraMachine or overwrites drift in its spec and labels.
@@ -109,10 +109,10 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 		return err
 	}
 	base := existing.DeepCopyObject().(client.Object)
-	if err := copySpec(desired, existing); err != nil {
+	if err := synccommon.CopySpec(desired, existing); err != nil {
 		return err
 	}
-	existing.SetLabels(mergeMap(existing.GetLabels(), desired.GetLabels()))
+	existing.SetLabels(synccommon.MergeMap(existing.GetLabels(), desired.GetLabels()))
 	synccommon.SetPaused(existing, paused)
 	if metav1.GetControllerOf(existing) == nil {
 		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), desired.GetOwnerReferences()...))
@@ -120,7 +120,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	if equality.Semantic.DeepEqual(base, existing) {
 		return nil
 	}
-	return ignoreConflict(r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return synccommon.IgnoreConflict(r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
 // capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
@@ -181,18 +181,5 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 	if !changed {
 		return nil
 	}
-	return ignoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
-}
-
-func mergeMap(into, from map[string]string) map[string]string {
-	if len(from) == 0 {
-		return into
-	}
-	if into == nil {
-		into = map[string]string{}
-	}
-	for k, v := range from {
-		into[k] = v
-	}
-	return into
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }

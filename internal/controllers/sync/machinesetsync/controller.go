@@ -1,0 +1,138 @@
+// Package machinesetsync mirrors MachineSets between the Machine API and the Cluster API. A
+// Machine API MachineSet maps to a Cluster API MachineSet of the same name plus an
+// InfraMachineTemplate named <name>-<hash of its spec>: a changed providerSpec creates a new
+// template and repoints the MachineSet, and templates no longer used are deleted. The Machine
+// API copy's status.authoritativeAPI decides which way the spec flows; status flows back.
+package machinesetsync
+
+import (
+	"context"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+)
+
+// ContextRetry is how soon a sync that lacked its cluster context is tried again.
+const ContextRetry = 10 * time.Second
+
+// Reconciler keeps one MachineSet's copies in step; requests carry the Machine API namespace.
+type Reconciler struct {
+	Client     client.Client
+	Namespaces synccommon.Namespaces
+	Recorder   record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachinetemplates,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager watches both copies and the templates a Cluster API MachineSet owns.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	key := func(name string) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: name}}}
+	}
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request { return key(o.GetName()) })
+	byOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.Kind == "MachineSet" {
+				return key(ref.Name)
+			}
+		}
+		return nil
+	})
+	inNS := func(ns string) builder.Predicates {
+		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sync-machineset").
+		For(&machinev1beta1.MachineSet{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.MachineSet{}, byName, inNS(r.Namespaces.ClusterAPI)).
+		Watches(&infrav1.SimMachineTemplate{}, byOwner, inNS(r.Namespaces.ClusterAPI)).
+		Complete(r)
+}
+
+// Reconcile applies the rule that fits the two copies.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mapi := &machinev1beta1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
+		mapi = nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	capi := &clusterv1.MachineSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); apierrors.IsNotFound(err) {
+		capi = nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case mapi == nil && capi == nil:
+		return ctrl.Result{}, nil
+	case mapi == nil:
+		// Its Machine API copy is gone: the Cluster API MachineSet carries on alone.
+		return ctrl.Result{}, synccommon.Release(ctx, r.Client, capi)
+	case !mapi.DeletionTimestamp.IsZero():
+		return ctrl.Result{}, r.mapiDeleted(ctx, mapi, capi)
+	}
+	if mapi.Status.AuthoritativeAPI == "" {
+		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMigrating {
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+		base := mapi.DeepCopy()
+		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
+		return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
+		if !capi.DeletionTimestamp.IsZero() {
+			// The authoritative copy is going: so does this one.
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, mapi))
+		}
+		return r.toMAPI(ctx, mapi, capi)
+	}
+	return r.toCAPI(ctx, mapi, capi)
+}
+
+func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
+	base := mapi.DeepCopy()
+	mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
+	if mapi.Spec.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || capi != nil {
+		mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		mapi.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
+	}
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a
+// non-authoritative one goes alone and the Cluster API MachineSet keeps running.
+func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
+	if capi != nil {
+		if mapi.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && capi.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if err := synccommon.Release(ctx, r.Client, capi); err != nil {
+			return err
+		}
+	}
+	return synccommon.Release(ctx, r.Client, mapi)
+}

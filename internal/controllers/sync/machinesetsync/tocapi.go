@@ -1,0 +1,167 @@
+package machinesetsync
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+// toCAPI converts the Machine API MachineSet onto its Cluster API copy and template. When the
+// Machine API is authoritative both are paused and the status flows back to them; when the
+// Cluster API is authoritative but has no copy yet, the copy is created unpaused.
+func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
+	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+	}
+	out, warnings, errs := convert.ToClusterAPIMachineSet(mapi, cc)
+	if len(errs) > 0 {
+		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+	}
+	if mapi.Status.SynchronizedGeneration != mapi.Generation {
+		for _, w := range warnings {
+			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
+		}
+	}
+
+	desired := out.MachineSet
+	synccommon.SetPaused(desired, paused)
+	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
+	if capi == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		capi = desired
+		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API MachineSet %s/%s", capi.Namespace, capi.Name)
+	} else {
+		base := capi.DeepCopy()
+		capi.Spec = desired.Spec
+		capi.Labels = synccommon.MergeMap(capi.Labels, desired.Labels)
+		capi.Annotations = synccommon.MergeMap(capi.Annotations, desired.Annotations)
+		synccommon.SetPaused(capi, paused)
+		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
+			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				return ctrl.Result{}, synccommon.IgnoreConflict(err)
+			}
+		}
+	}
+
+	tmpl := out.InfraMachineTemplate
+	synccommon.SetPaused(tmpl, paused)
+	tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
+	if err := r.Client.Create(ctx, tmpl); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, err
+	} else if err == nil {
+		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", tmpl.GetObjectKind().GroupVersionKind().Kind,
+			tmpl.GetNamespace(), tmpl.GetName())
+	}
+	if err := r.setTemplatePaused(ctx, tmpl, paused); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.pruneTemplates(ctx, capi); err != nil {
+		return ctrl.Result{}, err
+	}
+	if paused {
+		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
+}
+
+// setTemplatePaused keeps an existing template's paused annotation in line with authority.
+func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, paused bool) error {
+	existing := tmpl.DeepCopyObject().(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	base := existing.DeepCopyObject().(client.Object)
+	if !synccommon.SetPaused(existing, paused) {
+		return nil
+	}
+	return synccommon.IgnoreConflict(r.Client.Patch(ctx, existing, client.MergeFrom(base)))
+}
+
+// pruneTemplates deletes templates this MachineSet owns that it no longer references and no
+// InfraMachine was cloned from.
+func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.MachineSet) error {
+	var list infrav1.SimMachineTemplateList
+	if err := r.Client.List(ctx, &list, client.InNamespace(capi.Namespace)); err != nil {
+		return err
+	}
+	var machines infrav1.SimMachineList
+	if err := r.Client.List(ctx, &machines, client.InNamespace(capi.Namespace)); err != nil {
+		return err
+	}
+	inUse := map[string]bool{capi.Spec.Template.Spec.InfrastructureRef.Name: true}
+	for _, m := range machines.Items {
+		if n := m.Annotations[clusterv1.TemplateClonedFromNameAnnotation]; n != "" {
+			inUse[n] = true
+		}
+	}
+	for i := range list.Items {
+		t := &list.Items[i]
+		ref := metav1.GetControllerOf(t)
+		if ref == nil || ref.UID != capi.UID || inUse[t.Name] || !t.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		r.event(capi, corev1.EventTypeNormal, "TemplateDeleted", "Deleted unused SimMachineTemplate %s", t.Name)
+	}
+	return nil
+}
+
+// statusToCAPI reflects the authoritative Machine API status on the paused Cluster API copy.
+func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
+	base := capi.DeepCopy()
+	capi.Status.Replicas = &mapi.Status.Replicas
+	capi.Status.ReadyReplicas = &mapi.Status.ReadyReplicas
+	capi.Status.AvailableReplicas = &mapi.Status.AvailableReplicas
+	capi.Status.Selector = mapi.Status.LabelSelector
+	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
+		return nil
+	}
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
+}
+
+func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineSet, reason string, errs field.ErrorList, detail error, generation int64) error {
+	base := mapi.DeepCopy()
+	changed := synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail)
+	if len(errs) > 0 && changed {
+		r.event(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
+	}
+	if generation > 0 && mapi.Status.SynchronizedGeneration != generation {
+		mapi.Status.SynchronizedGeneration = generation
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(o, typ, reason, format, args...)
+	}
+}

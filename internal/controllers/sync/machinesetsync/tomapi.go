@@ -1,0 +1,74 @@
+package machinesetsync
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// toMAPI converts the authoritative Cluster API MachineSet and its template onto the Machine
+// API copy, keeping the user's authority requests, and reflects the Cluster API status.
+func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
+	ref := capi.Spec.Template.Spec.InfrastructureRef
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind+"Template")
+	if err != nil {
+		cc, err = synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind)
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+	}
+	obj, err := scheme.Scheme.New(cc.Platform.InfraMachineTemplateGVK())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	tmpl := obj.(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: ContextRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	out, warnings, errs := convert.ToMachineAPIMachineSet(capi, tmpl, cc)
+	if len(errs) > 0 {
+		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+	}
+	if mapi.Status.SynchronizedGeneration != capi.Generation {
+		for _, w := range warnings {
+			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
+		}
+	}
+	base := mapi.DeepCopy()
+	authority, templateAuthority := mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI
+	mapi.Spec = out.Spec
+	mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI = authority, templateAuthority
+	mapi.Labels = synccommon.MergeMap(mapi.Labels, out.Labels)
+	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, out.Annotations)
+	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
+		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, synccommon.IgnoreConflict(err)
+		}
+	}
+	base = mapi.DeepCopy()
+	mapi.Status.Replicas = ptr.Deref(capi.Status.Replicas, 0)
+	mapi.Status.ReadyReplicas = ptr.Deref(capi.Status.ReadyReplicas, 0)
+	mapi.Status.AvailableReplicas = ptr.Deref(capi.Status.AvailableReplicas, 0)
+	mapi.Status.LabelSelector = capi.Status.Selector
+	mapi.Status.ObservedGeneration = mapi.Generation
+	synccommon.SetSynchronized(&mapi.Status.Conditions, synccommon.SynchronizedReason, nil, nil)
+	mapi.Status.SynchronizedGeneration = capi.Generation
+	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}

@@ -1,0 +1,156 @@
+package sync_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+func mapiMachineSet(name string, replicas int32) *machinev1beta1.MachineSet {
+	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": name}
+	return &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS,
+		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cluster}},
+		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To(replicas), Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels},
+				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: simSpec("sim-east-1", "sim-east-1a")}}}}}
+}
+
+func getMS(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.MachineSet, *clusterv1.MachineSet, error) {
+	m, c := &machinev1beta1.MachineSet{}, &clusterv1.MachineSet{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
+		return nil, nil, err
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, c); err != nil {
+		return m, nil, err
+	}
+	return m, c, nil
+}
+
+func testMachineSetMirror(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, mapiMachineSet("workers", 2)); err != nil {
+		t.Fatal(err)
+	}
+	var capi *clusterv1.MachineSet
+	e.Eventually(90*time.Second, "paused mirror with two mirrored Running Machines", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getMS(ctx, e, "workers")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		capi = c
+		_, paused := c.Annotations[clusterv1.PausedAnnotation]
+		return paused && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+				m.Status.SynchronizedGeneration == m.Generation && ptr.Deref(c.Status.ReadyReplicas, 0) == 2,
+			fmt.Sprintf("paused %v mapi status %+v capi status %+v", paused, m.Status, c.Status), nil
+	})
+	oldTemplate := capi.Spec.Template.Spec.InfrastructureRef.Name
+	tmpl := &infrav1.SimMachineTemplate{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: oldTemplate}, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Spec.Template.Spec.InstanceType != "s1.large" {
+		t.Errorf("template spec %+v", tmpl.Spec.Template.Spec)
+	}
+	// The Machines' Cluster API copies belong to the Cluster API MachineSet.
+	var machines clusterv1.MachineList
+	if err := e.Client.List(ctx, &machines, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "workers"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(machines.Items) != 2 {
+		t.Fatalf("%d Cluster API Machines for the MachineSet", len(machines.Items))
+	}
+	for _, m := range machines.Items {
+		if ref := metav1.GetControllerOf(&m); ref == nil || ref.UID != capi.UID {
+			t.Errorf("Machine %s not owned by the Cluster API MachineSet: %v", m.Name, m.OwnerReferences)
+		}
+	}
+
+	// A changed providerSpec yields a new template; the unused old one goes.
+	m, _, _ := getMS(ctx, e, "workers")
+	base := m.DeepCopy()
+	var ps infrav1.SimMachineProviderSpec
+	_ = json.Unmarshal(m.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps)
+	ps.InstanceType = "s1.xlarge"
+	m.Spec.Template.Spec.ProviderSpec.Value.Raw, _ = json.Marshal(&ps)
+	if err := e.Client.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "new template in use, old one deleted", func(ctx context.Context) (bool, string, error) {
+		_, c, err := getMS(ctx, e, "workers")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		newName := c.Spec.Template.Spec.InfrastructureRef.Name
+		errOld := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: oldTemplate}, &infrav1.SimMachineTemplate{})
+		nt := &infrav1.SimMachineTemplate{}
+		errNew := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: newName}, nt)
+		return newName != oldTemplate && apierrors.IsNotFound(errOld) && errNew == nil && nt.Spec.Template.Spec.InstanceType == "s1.xlarge",
+			fmt.Sprintf("template %s (old %s: %v)", newName, oldTemplate, errOld), nil
+	})
+
+	// Deleting the authoritative Machine API MachineSet removes everything.
+	m, _, _ = getMS(ctx, e, "workers")
+	if err := e.Client.Delete(ctx, m, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(120*time.Second, "MachineSets and Machines gone on both sides", func(ctx context.Context) (bool, string, error) {
+		_, _, err := getMS(ctx, e, "workers")
+		var cm clusterv1.MachineList
+		_ = e.Client.List(ctx, &cm, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "workers"})
+		var mm machinev1beta1.MachineList
+		_ = e.Client.List(ctx, &mm, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "workers"})
+		return apierrors.IsNotFound(err) && len(cm.Items) == 0 && len(mm.Items) == 0,
+			fmt.Sprintf("%v, %d capi machines, %d mapi machines", err, len(cm.Items), len(mm.Items)), nil
+	})
+}
+
+func testNonAuthoritativeMachineSetDeleted(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	ms := mapiMachineSet("capi-owned", 0)
+	ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "unpaused Cluster API copy", func(ctx context.Context) (bool, string, error) {
+		_, c, err := getMS(ctx, e, "capi-owned")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		_, paused := c.Annotations[clusterv1.PausedAnnotation]
+		return !paused, fmt.Sprint(c.Annotations), nil
+	})
+	m, _, _ := getMS(ctx, e, "capi-owned")
+	if err := e.Client.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "Machine API copy gone", func(ctx context.Context) (bool, string, error) {
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "capi-owned"}, &machinev1beta1.MachineSet{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+	})
+	time.Sleep(2 * time.Second)
+	c := &clusterv1.MachineSet{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "capi-owned"}, c); err != nil || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("the Cluster API MachineSet must keep running on its own: %v", err)
+	}
+	for _, f := range c.Finalizers {
+		if f == synccommon.SyncFinalizer {
+			t.Errorf("sync finalizer left behind: %v", c.Finalizers)
+		}
+	}
+}
