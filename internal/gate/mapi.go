@@ -39,6 +39,14 @@ var SyncNamespace string
 // has not decided it yet.
 const AuthoritativeAPIUndecidedReason = "AuthoritativeAPIUndecided"
 
+// The openshift/api MachineHealthCheck has no authoritativeAPI fields, so machina carries its
+// authority in annotations: the request (like spec.authoritativeAPI) and the current
+// authority (like status.authoritativeAPI, written by the sync and migration controllers).
+const (
+	MHCAuthoritativeAPIAnnotation       = "machina.dev/authoritative-api"
+	MHCStatusAuthoritativeAPIAnnotation = "machina.dev/status-authoritative-api"
+)
+
 // Decision is the gate's answer.
 type Decision struct {
 	// Paused is true when the controller must not act on the object beyond reporting.
@@ -110,7 +118,12 @@ func authorityFields(obj client.Object) (spec machinev1beta1.MachineAuthority, s
 	case *machinev1beta1.MachineSet:
 		return o.Spec.AuthoritativeAPI, &o.Status.AuthoritativeAPI, &o.Status.Conditions, nil
 	case *machinev1beta1.MachineHealthCheck:
-		return "", nil, &o.Status.Conditions, nil
+		// Read-only view of the annotation: only the sync controller decides it.
+		st := machinev1beta1.MachineAuthority(o.Annotations[MHCStatusAuthoritativeAPIAnnotation])
+		if st == "" {
+			st = machinev1beta1.MachineAuthorityMachineAPI
+		}
+		return "", &st, &o.Status.Conditions, nil
 	default:
 		return "", nil, nil, fmt.Errorf("gate: %T is not a Machine API resource", obj)
 	}

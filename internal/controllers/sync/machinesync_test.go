@@ -136,6 +136,8 @@ func TestSync(t *testing.T) {
 	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
 	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
 	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
+	t.Run("MachineHealthCheckMirror", testMHCMirror)
+	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
 }
 
 func testMirrorCreated(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesetsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
+	"github.com/machina-dev/machina/internal/controllers/sync/mhcsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/manager"
@@ -18,7 +19,7 @@ const GroupName = "sync"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "Machine API <-> Cluster API mirroring of Machines and MachineSets (sync finalizer, Synchronized condition)",
+		Description: "Machine API <-> Cluster API mirroring of Machines, MachineSets and MachineHealthChecks",
 		Setup:       Setup,
 	})
 }
@@ -33,7 +34,12 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&machinesetsync.Reconciler{
+	if err := (&machinesetsync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machineset"),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&mhcsync.Reconciler{
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machinehealthcheck"),
 	}).SetupWithManager(mgr)
 }

@@ -148,3 +148,16 @@ func SetPaused(o client.Object, paused bool) bool {
 	o.SetAnnotations(a)
 	return true
 }
+
+// ClusterContext is the conversion context without a platform, for MachineHealthChecks.
+func ClusterContext(ctx context.Context, c client.Reader, ns Namespaces) (convert.Context, error) {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		return convert.Context{}, fmt.Errorf("reading Infrastructure cluster: %w", err)
+	}
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	return convert.Context{ClusterName: name, Namespaces: convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI}}, nil
+}

@@ -1,0 +1,183 @@
+// Package mhcsync mirrors MachineHealthChecks between the Machine API and the Cluster API.
+// The Cluster API MachineHealthCheck is a superset: Cluster API-only features in use on an
+// authoritative Cluster API copy are reported in the Synchronized condition, never dropped
+// silently. The openshift/api MachineHealthCheck has no authoritativeAPI fields, so authority
+// is carried in annotations (see gate.MHCAuthoritativeAPIAnnotation).
+package mhcsync
+
+import (
+	"context"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/gate"
+)
+
+// Reconciler keeps one MachineHealthCheck's copies in step.
+type Reconciler struct {
+	Client     client.Client
+	Namespaces synccommon.Namespaces
+	Recorder   record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinehealthchecks;machinehealthchecks/status,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinehealthchecks,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager watches both copies.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: o.GetName()}}}
+	})
+	inNS := func(ns string) builder.Predicates {
+		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sync-machinehealthcheck").
+		For(&machinev1beta1.MachineHealthCheck{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.MachineHealthCheck{}, byName, inNS(r.Namespaces.ClusterAPI)).
+		Complete(r)
+}
+
+// Authority returns a Machine API MachineHealthCheck's current authority ("" when undecided).
+func Authority(m *machinev1beta1.MachineHealthCheck) machinev1beta1.MachineAuthority {
+	return machinev1beta1.MachineAuthority(m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation])
+}
+
+// Reconcile applies the rule that fits the two copies.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mapi := &machinev1beta1.MachineHealthCheck{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
+		mapi = nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	capi := &clusterv1.MachineHealthCheck{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); apierrors.IsNotFound(err) {
+		capi = nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case mapi == nil && capi == nil:
+		return ctrl.Result{}, nil
+	case mapi == nil:
+		return ctrl.Result{}, synccommon.Release(ctx, r.Client, capi)
+	case !mapi.DeletionTimestamp.IsZero():
+		if capi != nil {
+			if Authority(mapi) != machinev1beta1.MachineAuthorityClusterAPI {
+				if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			if err := synccommon.Release(ctx, r.Client, capi); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, synccommon.Release(ctx, r.Client, mapi)
+	}
+	if Authority(mapi) == "" || !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+		return ctrl.Result{}, r.initialise(ctx, mapi, capi)
+	}
+	cc, err := synccommon.ClusterContext(ctx, r.Client, r.Namespaces)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err)
+	}
+	switch Authority(mapi) {
+	case machinev1beta1.MachineAuthorityMigrating:
+		return ctrl.Result{}, nil
+	case machinev1beta1.MachineAuthorityClusterAPI:
+		if capi != nil {
+			return ctrl.Result{}, r.toMAPI(ctx, cc, mapi, capi)
+		}
+	}
+	return ctrl.Result{}, r.toCAPI(ctx, cc, mapi, capi)
+}
+
+// initialise decides the authority (the request annotation, or ClusterAPI when a Cluster API
+// copy exists, else MachineAPI) and adds the sync finalizer.
+func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
+	base := mapi.DeepCopy()
+	if Authority(mapi) == "" {
+		want := machinev1beta1.MachineAuthorityMachineAPI
+		if mapi.Annotations[gate.MHCAuthoritativeAPIAnnotation] == string(machinev1beta1.MachineAuthorityClusterAPI) || capi != nil {
+			want = machinev1beta1.MachineAuthorityClusterAPI
+		}
+		mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCStatusAuthoritativeAPIAnnotation: string(want)})
+	}
+	controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
+	return synccommon.IgnoreConflict(r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
+	paused := Authority(mapi) == machinev1beta1.MachineAuthorityMachineAPI
+	out, _, errs := convert.ToClusterAPIMachineHealthCheck(mapi, cc)
+	if len(errs) > 0 {
+		return r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil)
+	}
+	delete(out.Annotations, gate.MHCAuthoritativeAPIAnnotation)
+	delete(out.Annotations, gate.MHCStatusAuthoritativeAPIAnnotation)
+	synccommon.SetPaused(out, paused)
+	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
+	if capi == nil {
+		if err := r.Client.Create(ctx, out); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	} else {
+		base := capi.DeepCopy()
+		capi.Spec = out.Spec
+		capi.Labels = synccommon.MergeMap(capi.Labels, out.Labels)
+		capi.Annotations = synccommon.MergeMap(capi.Annotations, out.Annotations)
+		synccommon.SetPaused(capi, paused)
+		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
+			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				return synccommon.IgnoreConflict(err)
+			}
+		}
+	}
+	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
+}
+
+func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
+	out, _, errs := convert.ToMachineAPIMachineHealthCheck(capi, cc)
+	if len(errs) > 0 {
+		// Cluster API-only features in use: reported, not dropped.
+		return r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil)
+	}
+	base := mapi.DeepCopy()
+	mapi.Spec = out.Spec
+	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) {
+		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return synccommon.IgnoreConflict(err)
+		}
+	}
+	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
+}
+
+func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, reason string, errs field.ErrorList, detail error) error {
+	base := mapi.DeepCopy()
+	if !synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail) {
+		return nil
+	}
+	if len(errs) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
+	}
+	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}

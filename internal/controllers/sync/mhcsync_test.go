@@ -1,0 +1,81 @@
+package sync_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+)
+
+func mapiMHC(name string) *machinev1beta1.MachineHealthCheck {
+	return &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS},
+		Spec: machinev1beta1.MachineHealthCheckSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"machine.openshift.io/cluster-api-machineset": name}},
+			UnhealthyConditions: []machinev1beta1.UnhealthyCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 5 * time.Minute}}},
+			MaxUnhealthy:       ptr.To(intstr.FromString("40%")),
+			NodeStartupTimeout: &metav1.Duration{Duration: 10 * time.Minute},
+		}}
+}
+
+func testMHCMirror(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, mapiMHC("health")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "paused Cluster API MachineHealthCheck", func(ctx context.Context) (bool, string, error) {
+		m, c := &machinev1beta1.MachineHealthCheck{}, &clusterv1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "health"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "health"}, c); err != nil {
+			return false, err.Error(), nil
+		}
+		_, paused := c.Annotations[clusterv1.PausedAnnotation]
+		ok := paused && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+			m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" &&
+			c.Spec.ClusterName == cluster && ptr.Deref(c.Spec.Checks.NodeStartupTimeoutSeconds, 0) == 600 &&
+			len(c.Spec.Checks.UnhealthyNodeConditions) == 1
+		return ok, fmt.Sprintf("paused %v spec %+v", paused, c.Spec), nil
+	})
+}
+
+func testMHCClusterAPIOnlyFeatureReported(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	capi := &clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "ranged", Namespace: capiNS},
+		Spec: clusterv1.MachineHealthCheckSpec{ClusterName: cluster,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "x"}},
+			Remediation: clusterv1.MachineHealthCheckRemediation{TriggerIf: clusterv1.MachineHealthCheckRemediationTriggerIf{
+				UnhealthyInRange: "[1-3]"}}}}
+	if err := e.Client.Create(ctx, capi); err != nil {
+		t.Fatal(err)
+	}
+	m := mapiMHC("ranged")
+	m.Annotations = map[string]string{gate.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
+	if err := e.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "Synchronized=False naming unhealthyInRange", func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "spec.remediation.triggerIf.unhealthyInRange"),
+			fmt.Sprintf("%+v", c), nil
+	})
+}
