@@ -24,6 +24,7 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
@@ -145,7 +146,10 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func(ctx conte
 	e.T.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
-		func(ctx context.Context) (bool, error) {
+		func(context.Context) (bool, error) {
+			// Each check gets its own deadline, so the last one still says what it saw.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 			ok, desc, err := cond(ctx)
 			last = desc
 			return ok, err
@@ -192,3 +196,20 @@ func (e *Env) InstancesTagged(key, value string) []api.Instance {
 
 // Logf is a convenience for progress messages.
 func (e *Env) Logf(format string, args ...any) { e.T.Logf(format, args...) }
+
+// SeedCluster creates the lab cluster the sync and migration controllers convert against
+// (see internal/demo): namespaces, Infrastructure, Cluster + SimCluster, kubeconfig and user
+// data Secrets.
+func (e *Env) SeedCluster(name string) demo.Cluster {
+	e.T.Helper()
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	mapiNS, capiNS := manager.Env{}.Namespaces()
+	cl := demo.Cluster{Name: name, Region: "sim-east-1", MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
+	if err := demo.EnsureCluster(context.Background(), e.Client, cl); err != nil {
+		e.T.Fatal(err)
+	}
+	return cl
+}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,43 +38,7 @@ const (
 
 var env *testenv.Env
 
-// seedCluster creates what the sync needs to convert: the namespaces, the Infrastructure
-// object naming the cluster, and the Cluster with its SimCluster.
-func seedCluster(t *testing.T, e *testenv.Env) {
-	t.Helper()
-	ctx := context.Background()
-	for _, ns := range []string{mapiNS, capiNS} {
-		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType}}}
-	if err := e.Client.Create(ctx, infra); err != nil {
-		t.Fatal(err)
-	}
-	infra.Status.InfrastructureName = cluster
-	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.NonePlatformType}
-	infra.Status.ControlPlaneTopology = configv1.HighlyAvailableTopologyMode
-	infra.Status.InfrastructureTopology = configv1.HighlyAvailableTopologyMode
-	if err := e.Client.Status().Update(ctx, infra); err != nil {
-		t.Fatal(err)
-	}
-	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data", Namespace: mapiNS},
-		Data: map[string][]byte{"userData": []byte("#cloud-config\n")}}
-	if err := e.Client.Create(ctx, ud); err != nil {
-		t.Fatal(err)
-	}
-	sc := &infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: capiNS}, Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}}
-	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: capiNS},
-		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-			APIGroup: infrav1.GroupName, Kind: "SimCluster", Name: cluster}}}
-	for _, o := range []client.Object{sc, cl} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func seedCluster(t *testing.T, e *testenv.Env) { e.SeedCluster(cluster) }
 
 func simSpec(region, zone string) *runtime.RawExtension {
 	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{

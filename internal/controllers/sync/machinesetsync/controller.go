@@ -68,6 +68,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile applies the rule that fits the two copies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return synccommon.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mapi := &machinev1beta1.MachineSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
 		mapi = nil

@@ -63,6 +63,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile decides, from both copies, which rule applies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return synccommon.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mapi, err := r.getMAPI(ctx, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err

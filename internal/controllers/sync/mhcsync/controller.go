@@ -62,6 +62,10 @@ func Authority(m *machinev1beta1.MachineHealthCheck) machinev1beta1.MachineAutho
 
 // Reconcile applies the rule that fits the two copies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return synccommon.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mapi := &machinev1beta1.MachineHealthCheck{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
 		mapi = nil

@@ -6,16 +6,22 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// IgnoreConflict drops optimistic-lock conflicts: the newer copy brings the object back.
-func IgnoreConflict(err error) error {
+// IgnoreConflict passes errors through; a conflict reaches the Reconcile wrapper
+// (RequeueOnConflict), which runs the object again on its newer copy without logging an error.
+func IgnoreConflict(err error) error { return err }
+
+// RequeueOnConflict turns an optimistic-lock conflict into a quiet requeue: the reconcile
+// worked from a stale copy and must run again, even if no newer event is on its way.
+func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		return nil
+		return ctrl.Result{Requeue: true}, nil
 	}
-	return err
+	return res, err
 }
 
 // MergeMap sets every key of from in into (creating it if needed). Keys only in into stay:

@@ -1,0 +1,202 @@
+// Package migration hands authority over a Machine, MachineSet or MachineHealthCheck from one
+// API to the other when a user changes the Machine API copy's spec.authoritativeAPI:
+//
+//	check Synchronized → status Migrating → pause the old side and wait for its Paused=True
+//	→ check the latest generation is synced → move finalizers → unpause the new side
+//	→ status.authoritativeAPI = spec.
+//
+// Every step is decided from the objects alone, so a crash at any point resumes where it
+// stopped; setting spec back while Migrating rolls back.
+package migration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/mapicond"
+)
+
+// Condition type and reasons reported on the Machine API copy.
+const (
+	MigrationCondition machinev1beta1.ConditionType = "AuthorityMigration"
+
+	NotSynchronizedReason  = "NotSynchronized"
+	WaitingForPausedReason = "WaitingForPaused"
+	WaitingForSyncReason   = "WaitingForSync"
+	CompletedReason        = "Completed"
+	RolledBackReason       = "RolledBack"
+)
+
+// PendingRetry is how often a refused or waiting migration is looked at again.
+const PendingRetry = 5 * time.Second
+
+// subject is one resource under migration, with both copies loaded.
+type subject interface {
+	// mapiObject is the Machine API copy (conditions and events go there).
+	mapiObject() client.Object
+	conditions() *[]machinev1beta1.Condition
+	// requested, current and previous authority: spec, status, and status.synchronizedAPI.
+	authorities() (requested, current, previous machinev1beta1.MachineAuthority)
+	// synchronized reports whether the copies match at the authoritative side's generation.
+	synchronized() (bool, string)
+	// setAuthority writes status.authoritativeAPI and synchronizedAPI and, when generation is
+	// not zero, synchronizedGeneration (leaving Migrating is the one write allowed to lower it:
+	// it then counts the new authority's generations).
+	setAuthority(ctx context.Context, c client.Client, current, previous machinev1beta1.MachineAuthority, generation int64, cond *machinev1beta1.Condition) error
+	// generation is the current generation of one side's copy.
+	generation(side machinev1beta1.MachineAuthority) int64
+	// hasCAPI says whether a Cluster API copy exists.
+	hasCAPI() bool
+	// pauseCAPI sets or clears the paused annotation on the Cluster API copies.
+	pauseCAPI(ctx context.Context, c client.Client, paused bool) error
+	// paused reports whether the side's controller acknowledged the pause (Paused=True).
+	paused(side machinev1beta1.MachineAuthority) (bool, string)
+	// moveFinalizers makes the controller finalizers follow authority to side `to`; it
+	// returns false while it still has steps to do (each step is persisted first).
+	moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error)
+}
+
+// engine runs the handover steps for any subject.
+type engine struct {
+	client   client.Client
+	recorder record.EventRecorder
+	pending  *pendingMetric
+}
+
+func (e *engine) run(ctx context.Context, s subject) (ctrl.Result, error) {
+	res, err := e.step(ctx, s)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil // worked from a stale copy
+	}
+	return res, err
+}
+
+func (e *engine) step(ctx context.Context, s subject) (ctrl.Result, error) {
+	requested, current, previous := s.authorities()
+	obj := s.mapiObject()
+	switch {
+	case current == "" || requested == "":
+		return ctrl.Result{}, nil // the sync controller decides first
+	case current != machinev1beta1.MachineAuthorityMigrating && requested == current:
+		e.pending.done(obj)
+		return ctrl.Result{}, nil
+	case current != machinev1beta1.MachineAuthorityMigrating:
+		return e.start(ctx, s, requested, current)
+	}
+	if previous == "" {
+		return ctrl.Result{}, fmt.Errorf("status.authoritativeAPI is Migrating but status.synchronizedAPI is empty: cannot tell where from")
+	}
+	if requested == previous {
+		return e.rollback(ctx, s, previous)
+	}
+	return e.handover(ctx, s, previous, requested)
+}
+
+// start checks that the resource can move and marks it Migrating.
+func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.MachineAuthority) (ctrl.Result, error) {
+	obj := s.mapiObject()
+	e.pending.observe(obj)
+	if ok, why := s.synchronized(); !ok {
+		msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
+		if e.setCondition(ctx, s, corev1.ConditionFalse, NotSynchronizedReason, msg) {
+			e.event(obj, corev1.EventTypeWarning, NotSynchronizedReason, "%s", msg)
+		}
+		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	}
+	if to == machinev1beta1.MachineAuthorityClusterAPI && !s.hasCAPI() {
+		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, "the Cluster API copy does not exist yet")
+		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	}
+	if err := s.setAuthority(ctx, e.client, machinev1beta1.MachineAuthorityMigrating, from, 0,
+		condition(corev1.ConditionFalse, "Started", "moving authority from "+string(from)+" to "+string(to))); err != nil {
+		return ctrl.Result{}, err
+	}
+	e.event(obj, corev1.EventTypeNormal, "MigrationStarted", "Moving authority from %s to %s", from, to)
+	return ctrl.Result{}, nil
+}
+
+// handover walks the steps from `from` to `to`; each step not yet done returns.
+func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
+	obj := s.mapiObject()
+	e.pending.observe(obj)
+	// 1. The old side is paused and says so.
+	if from == machinev1beta1.MachineAuthorityClusterAPI {
+		if err := s.pauseCAPI(ctx, e.client, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if ok, why := s.paused(from); !ok {
+		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	// 2. The latest state of the old side is synchronised.
+	if ok, why := s.synchronized(); !ok {
+		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	}
+	// 3. Finalizers follow authority (added on the new side before they leave the old).
+	done, err := s.moveFinalizers(ctx, e.client, to)
+	if err != nil || !done {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
+	// 4. The new side is unpaused, then named authoritative.
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	completed := condition(corev1.ConditionTrue, CompletedReason, "authority moved from "+string(from)+" to "+string(to))
+	if err := s.setAuthority(ctx, e.client, to, to, s.generation(to), completed); err != nil {
+		return ctrl.Result{}, err
+	}
+	e.event(obj, corev1.EventTypeNormal, "Migrated", "Authority moved from %s to %s", from, to)
+	e.pending.done(obj)
+	return ctrl.Result{}, nil
+}
+
+// rollback returns authority to where it was before the migration started.
+func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if done, err := s.moveFinalizers(ctx, e.client, to); err != nil || !done {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
+	undone := condition(corev1.ConditionTrue, RolledBackReason, "the migration was cancelled; "+string(to)+" stays authoritative")
+	if err := s.setAuthority(ctx, e.client, to, to, s.generation(to), undone); err != nil {
+		return ctrl.Result{}, err
+	}
+	e.event(s.mapiObject(), corev1.EventTypeNormal, RolledBackReason, "Migration cancelled; %s stays authoritative", to)
+	e.pending.done(s.mapiObject())
+	return ctrl.Result{}, nil
+}
+
+func condition(status corev1.ConditionStatus, reason, msg string) *machinev1beta1.Condition {
+	return &machinev1beta1.Condition{Type: MigrationCondition, Status: status, Reason: reason, Message: msg}
+}
+
+func (e *engine) setCondition(ctx context.Context, s subject, status corev1.ConditionStatus, reason, msg string) bool {
+	obj := s.mapiObject()
+	base := obj.DeepCopyObject().(client.Object)
+	if !mapicond.Set(s.conditions(), machinev1beta1.Condition{Type: MigrationCondition, Status: status, Reason: reason, Message: msg}) {
+		return false
+	}
+	_ = e.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return true
+}
+
+func (e *engine) event(o client.Object, typ, reason, format string, args ...any) {
+	if e.recorder != nil {
+		e.recorder.Eventf(o, typ, reason, format, args...)
+	}
+}

@@ -1,0 +1,243 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+)
+
+// MachineReconciler migrates Machines.
+type MachineReconciler struct {
+	engine
+	Namespaces synccommon.Namespaces
+}
+
+// NewMachineReconciler builds the Machine migration controller.
+func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, rec eventRecorder) *MachineReconciler {
+	return &MachineReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("Machine")}, Namespaces: ns}
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachines,verbs=get;list;watch;update;patch
+
+// SetupWithManager watches both copies (the Cluster API Machine's Paused condition moves the
+// handover on).
+func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("migration-machine").
+		For(&machinev1beta1.Machine{}, inNamespace(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.Machine{}, toMachineAPIKey(r.Namespaces.MachineAPI), inNamespace(r.Namespaces.ClusterAPI)).
+		Complete(r)
+}
+
+// Reconcile runs one step of a Machine's handover.
+func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &machineSubject{mapi: &machinev1beta1.Machine{}}
+	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.mapi.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	capi := &clusterv1.Machine{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); err == nil {
+		s.capi = capi
+		infra := &infrav1.SimMachine{}
+		if capi.Spec.InfrastructureRef.Kind == "SimMachine" {
+			if err := r.client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: capi.Spec.InfrastructureRef.Name}, infra); err == nil {
+				s.infra = infra
+			} else if !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return r.run(ctx, s)
+}
+
+type machineSubject struct {
+	mapi  *machinev1beta1.Machine
+	capi  *clusterv1.Machine
+	infra *infrav1.SimMachine
+}
+
+func (s *machineSubject) mapiObject() client.Object               { return s.mapi }
+func (s *machineSubject) conditions() *[]machinev1beta1.Condition { return &s.mapi.Status.Conditions }
+func (s *machineSubject) hasCAPI() bool                           { return s.capi != nil }
+
+func (s *machineSubject) authorities() (machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority) {
+	return s.mapi.Spec.AuthoritativeAPI, s.mapi.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(s.mapi.Status.SynchronizedAPI)
+}
+
+func (s *machineSubject) synchronized() (bool, string) {
+	return synchronized(s.mapi.Status.Conditions, s.mapi.Status.SynchronizedGeneration, s.oldGeneration())
+}
+
+// oldGeneration is the generation of the side that is (or was, while Migrating) authoritative.
+func (s *machineSubject) oldGeneration() int64 { return s.generation(oldSide(s)) }
+
+func (s *machineSubject) generation(side machinev1beta1.MachineAuthority) int64 {
+	if side == machinev1beta1.MachineAuthorityClusterAPI && s.capi != nil {
+		return s.capi.Generation
+	}
+	return s.mapi.Generation
+}
+
+func (s *machineSubject) setAuthority(ctx context.Context, c client.Client, current, previous machinev1beta1.MachineAuthority, generation int64, cond *machinev1beta1.Condition) error {
+	base := s.mapi.DeepCopy()
+	s.mapi.Status.AuthoritativeAPI = current
+	s.mapi.Status.SynchronizedAPI = machinev1beta1.SynchronizedAPI(previous)
+	if generation > 0 {
+		s.mapi.Status.SynchronizedGeneration = generation
+	}
+	if cond != nil {
+		mapicond.Set(&s.mapi.Status.Conditions, *cond)
+	}
+	return c.Status().Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+func (s *machineSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
+	for _, o := range []client.Object{s.capi, s.infra} {
+		if err := setPaused(ctx, c, o, paused); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
+	if side == machinev1beta1.MachineAuthorityMachineAPI {
+		return mapiPaused(s.mapi.Status.Conditions)
+	}
+	if s.capi == nil {
+		return true, ""
+	}
+	return capiPaused(s.capi.Status.Conditions, s.capi.Generation)
+}
+
+// moveFinalizers: the new side's Machine controller finalizer is added (and stored) before
+// the old side's is removed, so the instance is never without a guard.
+func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error) {
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		if s.capi == nil {
+			return true, nil
+		}
+		if added, err := addFinalizer(ctx, c, s.capi, clusterv1.MachineFinalizer); err != nil || added {
+			return false, err
+		}
+		removed, err := removeFinalizers(ctx, c, s.mapi, machinev1beta1.MachineFinalizer)
+		return !removed, err
+	}
+	if added, err := addFinalizer(ctx, c, s.mapi, machinev1beta1.MachineFinalizer); err != nil || added {
+		return false, err
+	}
+	if s.capi != nil {
+		if removed, err := removeFinalizers(ctx, c, s.capi, clusterv1.MachineFinalizer); err != nil || removed {
+			return false, err
+		}
+	}
+	if s.infra != nil {
+		if removed, err := removeFinalizers(ctx, c, s.infra, infrav1.SimMachineFinalizer); err != nil || removed {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// oldSide is the authority a subject is moving away from.
+func oldSide(s subject) machinev1beta1.MachineAuthority {
+	_, current, previous := s.authorities()
+	if current == machinev1beta1.MachineAuthorityMigrating {
+		return previous
+	}
+	return current
+}
+
+func synchronized(conds []machinev1beta1.Condition, syncedGen, authGen int64) (bool, string) {
+	c := mapicond.Get(conds, synccommon.SynchronizedCondition)
+	if c == nil || c.Status != "True" {
+		why := "the copies have not been synchronised"
+		if c != nil && c.Message != "" {
+			why = "Synchronized is " + string(c.Status) + ": " + c.Message
+		}
+		return false, why
+	}
+	if syncedGen != authGen {
+		return false, fmt.Sprintf("status.synchronizedGeneration is %d but the authoritative copy is at generation %d", syncedGen, authGen)
+	}
+	return true, ""
+}
+
+func mapiPaused(conds []machinev1beta1.Condition) (bool, string) {
+	c := mapicond.Get(conds, gate.PausedCondition)
+	if c == nil || c.Status != "True" {
+		return false, "the Machine API copy does not report Paused=True yet"
+	}
+	return true, ""
+}
+
+func capiPaused(conds []metav1Condition, generation int64) (bool, string) {
+	c := meta.FindStatusCondition(conds, clusterv1.PausedCondition)
+	if c == nil || c.Status != "True" || c.ObservedGeneration < generation {
+		return false, "the Cluster API copy does not report Paused=True yet"
+	}
+	return true, ""
+}
+
+func setPaused(ctx context.Context, c client.Client, o client.Object, paused bool) error {
+	if o == nil || isNil(o) {
+		return nil
+	}
+	base := o.DeepCopyObject().(client.Object)
+	if !synccommon.SetPaused(o, paused) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+func addFinalizer(ctx context.Context, c client.Client, o client.Object, f string) (bool, error) {
+	base := o.DeepCopyObject().(client.Object)
+	if !controllerutil.AddFinalizer(o, f) {
+		return false, nil
+	}
+	return true, c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+func removeFinalizers(ctx context.Context, c client.Client, o client.Object, fs ...string) (bool, error) {
+	base := o.DeepCopyObject().(client.Object)
+	changed := false
+	for _, f := range fs {
+		changed = controllerutil.RemoveFinalizer(o, f) || changed
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+func inNamespace(ns string) builder.Predicates {
+	return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
+}
+
+func toMachineAPIKey(ns string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlRequest {
+		return []ctrlRequest{{NamespacedName: clientKey(ns, o.GetName())}}
+	})
+}

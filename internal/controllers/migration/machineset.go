@@ -1,0 +1,135 @@
+package migration
+
+import (
+	"context"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/mapicond"
+)
+
+// MachineSetReconciler migrates MachineSets. The Machines of a MachineSet keep their own
+// authority: a MachineSet's migration moves who scales it, and new Machines follow it.
+type MachineSetReconciler struct {
+	engine
+	Namespaces synccommon.Namespaces
+}
+
+// NewMachineSetReconciler builds the MachineSet migration controller.
+func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, rec eventRecorder) *MachineSetReconciler {
+	return &MachineSetReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("MachineSet")}, Namespaces: ns}
+}
+
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachinetemplates,verbs=get;list;watch;update;patch
+
+// SetupWithManager watches both copies.
+func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("migration-machineset").
+		For(&machinev1beta1.MachineSet{}, inNamespace(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.MachineSet{}, toMachineAPIKey(r.Namespaces.MachineAPI), inNamespace(r.Namespaces.ClusterAPI)).
+		Complete(r)
+}
+
+// Reconcile runs one step of a MachineSet's handover.
+func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &machineSetSubject{mapi: &machinev1beta1.MachineSet{}}
+	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.mapi.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	capi := &clusterv1.MachineSet{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); err == nil {
+		s.capi = capi
+		tmpl := &infrav1.SimMachineTemplate{}
+		ref := capi.Spec.Template.Spec.InfrastructureRef
+		if ref.Kind == "SimMachineTemplate" {
+			if err := r.client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, tmpl); err == nil {
+				s.tmpl = tmpl
+			} else if !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return r.run(ctx, s)
+}
+
+type machineSetSubject struct {
+	mapi *machinev1beta1.MachineSet
+	capi *clusterv1.MachineSet
+	tmpl *infrav1.SimMachineTemplate
+}
+
+func (s *machineSetSubject) mapiObject() client.Object               { return s.mapi }
+func (s *machineSetSubject) conditions() *[]machinev1beta1.Condition { return &s.mapi.Status.Conditions }
+func (s *machineSetSubject) hasCAPI() bool                           { return s.capi != nil }
+
+func (s *machineSetSubject) authorities() (machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority) {
+	return s.mapi.Spec.AuthoritativeAPI, s.mapi.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(s.mapi.Status.SynchronizedAPI)
+}
+
+func (s *machineSetSubject) synchronized() (bool, string) {
+	return synchronized(s.mapi.Status.Conditions, s.mapi.Status.SynchronizedGeneration, s.generation(oldSide(s)))
+}
+
+func (s *machineSetSubject) generation(side machinev1beta1.MachineAuthority) int64 {
+	if side == machinev1beta1.MachineAuthorityClusterAPI && s.capi != nil {
+		return s.capi.Generation
+	}
+	return s.mapi.Generation
+}
+
+func (s *machineSetSubject) setAuthority(ctx context.Context, c client.Client, current, previous machinev1beta1.MachineAuthority, generation int64, cond *machinev1beta1.Condition) error {
+	base := s.mapi.DeepCopy()
+	s.mapi.Status.AuthoritativeAPI = current
+	s.mapi.Status.SynchronizedAPI = machinev1beta1.SynchronizedAPI(previous)
+	if generation > 0 {
+		s.mapi.Status.SynchronizedGeneration = generation
+	}
+	if cond != nil {
+		mapicond.Set(&s.mapi.Status.Conditions, *cond)
+	}
+	return c.Status().Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+func (s *machineSetSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
+	for _, o := range []client.Object{s.capi, s.tmpl} {
+		if err := setPaused(ctx, c, o, paused); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *machineSetSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
+	if side == machinev1beta1.MachineAuthorityMachineAPI {
+		return mapiPaused(s.mapi.Status.Conditions)
+	}
+	if s.capi == nil {
+		return true, ""
+	}
+	return capiPaused(s.capi.Status.Conditions, s.capi.Generation)
+}
+
+// moveFinalizers: the Machine API MachineSet has no controller finalizer; going back to it,
+// the paused Cluster API MachineSet controller's finalizer is taken off so a later deletion
+// is not held by a controller that no longer acts.
+func (s *machineSetSubject) moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error) {
+	if to == machinev1beta1.MachineAuthorityMachineAPI && s.capi != nil {
+		removed, err := removeFinalizers(ctx, c, s.capi, clusterv1.MachineSetFinalizer)
+		return !removed, err
+	}
+	return true, nil
+}

@@ -1,0 +1,48 @@
+package migration
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var pendingSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "machina_migration_pending_seconds",
+	Help: "Age in seconds of each requested authority migration that has not completed (spec.authoritativeAPI differs from status).",
+}, []string{"kind", "namespace", "name"})
+
+func init() { metrics.Registry.MustRegister(pendingSeconds) }
+
+// pendingMetric tracks when each pending request was first seen by this process. The age is
+// an observation for alerting only; no decision depends on it.
+type pendingMetric struct {
+	kind  string
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+func newPendingMetric(kind string) *pendingMetric {
+	return &pendingMetric{kind: kind, since: map[string]time.Time{}}
+}
+
+func (p *pendingMetric) observe(o client.Object) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := o.GetNamespace() + "/" + o.GetName()
+	t, ok := p.since[k]
+	if !ok {
+		t = time.Now()
+		p.since[k] = t
+	}
+	pendingSeconds.WithLabelValues(p.kind, o.GetNamespace(), o.GetName()).Set(time.Since(t).Seconds())
+}
+
+func (p *pendingMetric) done(o client.Object) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.since, o.GetNamespace()+"/"+o.GetName())
+	pendingSeconds.DeleteLabelValues(p.kind, o.GetNamespace(), o.GetName())
+}

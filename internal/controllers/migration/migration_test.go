@@ -1,0 +1,222 @@
+package migration_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	_ "github.com/machina-dev/machina/internal/controllers/clusterapi"
+	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
+	"github.com/machina-dev/machina/internal/controllers/migration"
+	_ "github.com/machina-dev/machina/internal/controllers/sim"
+	_ "github.com/machina-dev/machina/internal/controllers/sync"
+	"github.com/machina-dev/machina/internal/demo"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+var env *testenv.Env
+
+func machine(name, region, zone string) *machinev1beta1.Machine {
+	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
+		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
+		Region:   region, Zone: zone, InstanceType: "s1.medium", Image: "sim-rhcos-9",
+		UserDataSecret: &corev1.LocalObjectReference{Name: demo.UserDataSecret}})
+	return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api",
+		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}},
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}}}}
+}
+
+func getBoth(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.Machine, *clusterv1.Machine, error) {
+	m, c := &machinev1beta1.Machine{}, &clusterv1.Machine{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, m); err != nil {
+		return nil, nil, err
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: name}, c); err != nil {
+		return m, nil, err
+	}
+	return m, c, nil
+}
+
+func request(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority) {
+	t.Helper()
+	m, _, err := getBoth(context.Background(), e, name)
+	if m == nil {
+		t.Fatal(err)
+	}
+	base := m.DeepCopy()
+	m.Spec.AuthoritativeAPI = to
+	if err := e.Client.Patch(context.Background(), m, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cond(m *machinev1beta1.Machine, t machinev1beta1.ConditionType) string {
+	c := mapicond.Get(m.Status.Conditions, t)
+	if c == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+}
+
+func instancesCreated(t *testing.T, e *testenv.Env) int64 {
+	t.Helper()
+	s, err := e.Cloud.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.InstancesCreated
+}
+
+func TestMigration(t *testing.T) {
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	env.SeedCluster("lab")
+	t.Run("MachineToClusterAPIAndBack", testRoundTrip)
+	t.Run("RefusedWhenNotSynchronized", testRefused)
+	t.Run("RollbackWhileMigratingAfterCrash", testRollback)
+}
+
+func testRoundTrip(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, machine("mover", "sim-east-1", "sim-east-1a")); err != nil {
+		t.Fatal(err)
+	}
+	var providerID string
+	e.Eventually(90*time.Second, "Running under the Machine API and synchronised", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, "mover")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ok := m.Status.Phase != nil && *m.Status.Phase == "Running" && c.Status.Phase == "Running" &&
+			m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, "Synchronized")
+		if m.Spec.ProviderID != nil {
+			providerID = *m.Spec.ProviderID
+		}
+		return ok, fmt.Sprintf("phase %v capi %q %s", m.Status.Phase, c.Status.Phase, cond(m, "Synchronized")), nil
+	})
+	created := instancesCreated(t, e)
+
+	request(t, e, "mover", machinev1beta1.MachineAuthorityClusterAPI)
+	e.Eventually(90*time.Second, "authority moved to Cluster API", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, "mover")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		_, paused := c.Annotations[clusterv1.PausedAnnotation]
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && !paused &&
+				controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) &&
+				!controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer),
+			fmt.Sprintf("status %q paused %v finalizers mapi %v capi %v %s", m.Status.AuthoritativeAPI, paused, m.Finalizers, c.Finalizers,
+				cond(m, migration.MigrationCondition)), nil
+	})
+	// The Cluster API controllers take over the same instance and report it back.
+	e.Eventually(90*time.Second, "Cluster API runs the same instance", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, "mover")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		sm := &infrav1.SimMachine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, sm); err != nil {
+			return false, err.Error(), nil
+		}
+		provisioned := sm.Status.Initialization.Provisioned != nil && *sm.Status.Initialization.Provisioned
+		return provisioned && sm.Spec.ProviderID == providerID && c.Status.NodeRef.Name != "" &&
+				m.Status.Phase != nil && *m.Status.Phase == "Running",
+			fmt.Sprintf("sim provisioned %v providerID %q capi phase %q conds %v", provisioned, sm.Spec.ProviderID, c.Status.Phase, c.Status.Conditions), nil
+	})
+	if n := instancesCreated(t, e); n != created {
+		t.Fatalf("handing over created %d instance(s)", n-created)
+	}
+	m, _, _ := getBoth(ctx, e, "mover")
+	if c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition); c == nil || c.Reason != migration.CompletedReason {
+		t.Errorf("AuthorityMigration condition: %s", cond(m, migration.MigrationCondition))
+	}
+
+	// And back.
+	request(t, e, "mover", machinev1beta1.MachineAuthorityMachineAPI)
+	e.Eventually(90*time.Second, "authority back with the Machine API", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, "mover")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		_, paused := c.Annotations[clusterv1.PausedAnnotation]
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && paused &&
+				controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) &&
+				!controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer),
+			fmt.Sprintf("status %q paused %v finalizers mapi %v capi %v %s", m.Status.AuthoritativeAPI, paused, m.Finalizers, c.Finalizers,
+				cond(m, migration.MigrationCondition)), nil
+	})
+	time.Sleep(3 * time.Second) // a few resyncs of both families
+	if n := instancesCreated(t, e); n != created {
+		t.Fatalf("the round trip created %d instance(s)", n-created)
+	}
+	m, _, _ = getBoth(ctx, e, "mover")
+	if *m.Status.Phase != "Running" || *m.Spec.ProviderID != providerID {
+		t.Errorf("after the round trip: phase %v providerID %v", *m.Status.Phase, *m.Spec.ProviderID)
+	}
+}
+
+func testRefused(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, machine("stuck", "sim-west-1", "sim-west-1a")); err != nil {
+		t.Fatal(err)
+	}
+	request(t, e, "stuck", machinev1beta1.MachineAuthorityClusterAPI)
+	e.Eventually(60*time.Second, "refused with the reason", func(ctx context.Context) (bool, string, error) {
+		m := &machinev1beta1.Machine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
+		return c != nil && c.Reason == migration.NotSynchronizedReason && m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI,
+			cond(m, migration.MigrationCondition), nil
+	})
+}
+
+func testRollback(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, machine("undo", "sim-east-1", "sim-east-1b")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(90*time.Second, "synchronised", func(ctx context.Context) (bool, string, error) {
+		m, _, err := getBoth(ctx, e, "undo")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return mapicond.IsTrue(m.Status.Conditions, "Synchronized") && m.Status.SynchronizedGeneration == m.Generation, cond(m, "Synchronized"), nil
+	})
+	// The manager dies just after marking the Machine Migrating; the user then asks to go
+	// back. The restarted controllers work from the objects alone.
+	e.StopManager()
+	m, _, _ := getBoth(ctx, e, "undo")
+	base := m.DeepCopy()
+	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating
+	m.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
+	if err := e.Client.Status().Patch(ctx, m, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	e.StartManager()
+	e.Eventually(60*time.Second, "rolled back", func(ctx context.Context) (bool, string, error) {
+		m, _, err := getBoth(ctx, e, "undo")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Reason == migration.RolledBackReason &&
+			controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer), cond(m, migration.MigrationCondition), nil
+	})
+}

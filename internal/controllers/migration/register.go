@@ -1,0 +1,29 @@
+package migration
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/manager"
+)
+
+// GroupName is the --controllers name of this group.
+const GroupName = "migration"
+
+func init() {
+	manager.Register(manager.Group{
+		Name:        GroupName,
+		Description: "hands authority over Machines and MachineSets between the Machine API and Cluster API",
+		Setup:       Setup,
+	})
+}
+
+// Setup adds the migration controllers to mgr.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	mapiNS, capiNS := env.Namespaces()
+	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
+	if err := NewMachineReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machine")).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return NewMachineSetReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr)
+}
