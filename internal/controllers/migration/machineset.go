@@ -72,9 +72,11 @@ type machineSetSubject struct {
 	tmpl *infrav1.SimMachineTemplate
 }
 
-func (s *machineSetSubject) mapiObject() client.Object               { return s.mapi }
-func (s *machineSetSubject) conditions() *[]machinev1beta1.Condition { return &s.mapi.Status.Conditions }
-func (s *machineSetSubject) hasCAPI() bool                           { return s.capi != nil }
+func (s *machineSetSubject) mapiObject() client.Object { return s.mapi }
+func (s *machineSetSubject) conditions() *[]machinev1beta1.Condition {
+	return &s.mapi.Status.Conditions
+}
+func (s *machineSetSubject) hasCAPI() bool { return s.capi != nil }
 
 func (s *machineSetSubject) authorities() (machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority) {
 	return s.mapi.Spec.AuthoritativeAPI, s.mapi.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(s.mapi.Status.SynchronizedAPI)

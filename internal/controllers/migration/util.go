@@ -15,7 +15,9 @@ type (
 	eventRecorder   = record.EventRecorder
 )
 
-func clientKey(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func clientKey(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // isNil reports whether an interface holds a nil pointer.
 func isNil(o any) bool {
