@@ -149,7 +149,7 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	u := startUp(t, bin, stateDir)
 	u.waitFor(t, "machina lab is up", 3*time.Minute)
 	u.waitFor(t, "export KUBECONFIG="+filepath.Join(stateDir, "kubeconfig"), 5*time.Second)
-	u.waitFor(t, "kubectl get machines.machine.openshift.io -A", 5*time.Second)
+	u.waitFor(t, "machina migrate machineset/lab-worker-a --to ClusterAPI --wait", 5*time.Second)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 	if err != nil {
@@ -185,6 +185,15 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+
+	// The demo's MachineSet moves to the Cluster API, as the README shows.
+	mig := exec.Command(bin, "migrate", "machineset/lab-worker-a", "--to", "ClusterAPI", "--wait", "--timeout", "3m")
+	mig.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(stateDir, "kubeconfig"))
+	out, err := mig.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "machineset/lab-worker-a: done") {
+		t.Fatalf("machina migrate: %v\n%s\n--- machina up ---\n%s", err, out, u.all.String())
+	}
+	t.Logf("machina migrate:\n%s", out)
 
 	if n := len(processesMentioning(stateDir)); n < 3 {
 		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running, found %d", n)

@@ -12,12 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/flock"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/scheme"
 )
 
 func init() { addCommand(newUpCommand) }
@@ -28,6 +31,8 @@ type upFlags struct {
 	controllers  string
 	cloudListen  string
 	pendingDelay time.Duration
+	noDemo       bool
+	clusterName  string
 }
 
 func defaultStateDir() string {
@@ -73,6 +78,8 @@ lets kubectl (or any client) reach the lab.`,
 	cmd.Flags().StringVar(&f.controllers, "controllers", "*", "controller groups to run (see machina manager --help); empty runs none")
 	cmd.Flags().StringVar(&f.cloudListen, "cloud-listen", "127.0.0.1:0", "loopback address of the simulated cloud's API")
 	cmd.Flags().DurationVar(&f.pendingDelay, "pending-delay", 2*time.Second, "how long a new cloud instance stays pending before it runs")
+	cmd.Flags().BoolVar(&f.noDemo, "no-demo", false, "start an empty lab: no cluster objects, MachineSets or MachineHealthCheck")
+	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "lab", "name of the demo cluster (Infrastructure, Cluster, SimCluster)")
 	return cmd
 }
 
@@ -140,16 +147,27 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(progress, "machina up: %d controller group(s) running: %s\n", len(groups), groupNames(groups))
+	next := "kubectl get machines.machine.openshift.io -A"
+	if !f.noDemo {
+		if err := seedDemo(ctx, l, f.clusterName); err != nil {
+			return fmt.Errorf("seeding the demo: %w", err)
+		}
+		fmt.Fprintf(progress, "machina up: demo seeded: cluster %q, MachineSets %s in %s, MachineHealthCheck lab-workers\n",
+			f.clusterName, strings.Join(demo.MachineSetNames, ", "), manager.DefaultMachineAPINamespace)
+		next = `kubectl get machinesets.machine.openshift.io,machines.machine.openshift.io -n openshift-machine-api
+  machina migrate machineset/` + demo.MachineSetNames[0] + ` --to ClusterAPI --wait
+  kubectl get machinesets.cluster.x-k8s.io,machines.cluster.x-k8s.io -n openshift-cluster-api`
+	}
 
 	fmt.Fprintf(out, `
 machina lab is up. In another terminal:
 
   export KUBECONFIG=%s
-  kubectl get machines.machine.openshift.io -A
+  %s
 
 Simulated cloud: %s   Press Ctrl-C to stop.
 Data is kept in %s (logs in %s).
-`, l.KubeconfigPath, cloud.URL(), dir, filepath.Join(dir, "logs"))
+`, l.KubeconfigPath, next, cloud.URL(), dir, filepath.Join(dir, "logs"))
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -201,6 +219,25 @@ func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manag
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return done, nil
+}
+
+// seedDemo creates the demo cluster and its Machine API workload (idempotent: a persistent
+// lab keeps what it had).
+func seedDemo(ctx context.Context, l *lab.Lab, name string) error {
+	c, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+	kc, err := os.ReadFile(l.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	mapiNS, capiNS := manager.Env{}.Namespaces()
+	cl := demo.Cluster{Name: name, Region: "sim-east-1", MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
+	if err := demo.EnsureCluster(ctx, c, cl); err != nil {
+		return err
+	}
+	return demo.EnsureWorkload(ctx, c, cl)
 }
 
 func groupNames(gs []manager.Group) string {
