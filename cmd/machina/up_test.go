@@ -195,6 +195,21 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	t.Logf("machina migrate:\n%s", out)
 
+	// describe shows both APIs side by side.
+	desc := exec.Command(bin, "describe", "cluster/lab")
+	desc.Env = mig.Env
+	out, err = desc.CombinedOutput()
+	for _, want := range []string{"Cluster lab", "MachineSet lab-worker-a  authority ClusterAPI  Synchronized", "MachineSet lab-worker-b  authority MachineAPI",
+		"Machine lab-worker-b-", "MAPI Running", "Node i-"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("machina describe lacks %q (%v):\n%s", want, err, out)
+		}
+	}
+	if strings.Contains(string(out), "\x1b[") {
+		t.Errorf("describe used colour although its output is piped:\n%s", out)
+	}
+	t.Logf("machina describe:\n%s", out)
+
 	if n := len(processesMentioning(stateDir)); n < 3 {
 		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running, found %d", n)
 	}
