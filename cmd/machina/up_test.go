@@ -195,15 +195,28 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	t.Logf("machina migrate:\n%s", out)
 
-	// describe shows both APIs side by side.
-	desc := exec.Command(bin, "describe", "cluster/lab")
-	desc.Env = mig.Env
-	out, err = desc.CombinedOutput()
-	for _, want := range []string{"Cluster lab", "MachineSet lab-worker-a  authority ClusterAPI  Synchronized", "MachineSet lab-worker-b  authority MachineAPI",
-		"Machine lab-worker-b-", "MAPI Running", "Node i-"} {
-		if err != nil || !strings.Contains(string(out), want) {
-			t.Fatalf("machina describe lacks %q (%v):\n%s", want, err, out)
+	// describe shows both APIs side by side; the migrated MachineSet's Machines count as
+	// ready in the Cluster API too.
+	wants := []string{"Cluster lab", "MachineSet lab-worker-a  authority ClusterAPI  Synchronized  MAPI 2/2 ready  CAPI 2/2 ready",
+		"MachineSet lab-worker-b  authority MachineAPI", "Machine lab-worker-b-", "MAPI Running", "Node i-"}
+	descDeadline := time.Now().Add(60 * time.Second)
+	for {
+		desc := exec.Command(bin, "describe", "cluster/lab")
+		desc.Env = mig.Env
+		out, err = desc.CombinedOutput()
+		missing := ""
+		for _, want := range wants {
+			if !strings.Contains(string(out), want) {
+				missing = want
+			}
 		}
+		if err == nil && missing == "" {
+			break
+		}
+		if time.Now().After(descDeadline) {
+			t.Fatalf("machina describe lacks %q (%v):\n%s", missing, err, out)
+		}
+		time.Sleep(time.Second)
 	}
 	if strings.Contains(string(out), "\x1b[") {
 		t.Errorf("describe used colour although its output is piped:\n%s", out)

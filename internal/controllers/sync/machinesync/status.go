@@ -6,12 +6,17 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 )
+
+// MirroredReason marks conditions a paused Cluster API copy carries from the Machine API.
+const MirroredReason = "MirroredFromMachineAPI"
 
 // statusToCAPI reflects the authoritative Machine API status on the paused Cluster API copy.
 func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
@@ -27,6 +32,17 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	}
 	provisioned := mapi.Spec.ProviderID != nil && *mapi.Spec.ProviderID != ""
 	capi.Status.Initialization.InfrastructureProvisioned = ptr.To(provisioned)
+	// Ready and Available are what Cluster API MachineSets and health checks count; a paused
+	// copy reports them from the Machine API's view.
+	phase := ptr.Deref(mapi.Status.Phase, "")
+	status, msg := metav1.ConditionFalse, "the Machine API reports phase "+phase
+	if phase == machinev1beta1.PhaseRunning && mapi.Status.NodeRef != nil {
+		status, msg = metav1.ConditionTrue, "the Machine API reports it Running with Node "+mapi.Status.NodeRef.Name
+	}
+	for _, t := range []string{clusterv1.MachineReadyCondition, clusterv1.MachineAvailableCondition} {
+		meta.SetStatusCondition(&capi.Status.Conditions, metav1.Condition{Type: t, Status: status,
+			Reason: MirroredReason, Message: msg, ObservedGeneration: capi.Generation})
+	}
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
