@@ -211,7 +211,11 @@ func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*se
 // startLabManager runs the controllers in this process; the returned channel yields
 // the manager's result when it stops.
 func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manager.Group, cloudURL string) (<-chan error, error) {
-	mgr, err := manager.New(l.Config, manager.Options{MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "0",
+	cfg, err := l.ManagerConfig()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "0",
 		Groups: groups, Env: manager.Env{CloudURL: cloudURL}})
 	if err != nil {
 		return nil, fmt.Errorf("controllers: %w", err)

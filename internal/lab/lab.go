@@ -182,6 +182,17 @@ func (l *Lab) host() string {
 	return ""
 }
 
+// ManagerUser is the identity machina's controllers use in the lab: the name a machina
+// manager has in a real cluster (namespace machina-system, ServiceAccount machina-manager),
+// which the admission policies recognise as the sync and migration controllers.
+const ManagerUser = "system:serviceaccount:machina-system:machina-manager"
+
+// ManagerConfig returns a rest.Config for the lab's controllers (ManagerUser; until least
+// privilege RBAC is installed it is also in system:masters).
+func (l *Lab) ManagerConfig() (*rest.Config, error) {
+	return l.UserConfig(ManagerUser, "system:serviceaccounts", "system:serviceaccounts:machina-system", "system:masters")
+}
+
 // WriteKubeconfig writes cfg (certificate-authenticated) as a self-contained kubeconfig.
 func WriteKubeconfig(path string, cfg *rest.Config, name string) error {
 	kc := clientcmdapi.NewConfig()

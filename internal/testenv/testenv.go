@@ -111,7 +111,11 @@ func (e *Env) For(t testing.TB) *Env {
 // StartManager starts the controller manager (again, after StopManager).
 func (e *Env) StartManager() {
 	e.T.Helper()
-	mgr, err := manager.New(e.Lab.Config, manager.Options{MetricsAddr: "0", HealthProbeAddr: "0",
+	cfg, err := e.Lab.ManagerConfig()
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthProbeAddr: "0",
 		Groups: e.groups, Env: manager.Env{CloudURL: e.Server.URL(), Resync: e.resync}})
 	if err != nil {
 		e.T.Fatal(err)

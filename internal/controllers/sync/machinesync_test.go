@@ -142,11 +142,23 @@ func testMirrorCreated(t *testing.T) {
 			fmt.Sprintf("phase %q node %q providerID %q", capi.Status.Phase, capi.Status.NodeRef.Name, capi.Spec.ProviderID), nil
 	})
 
-	// Drift on the non-authoritative side is overwritten.
+	// Users cannot edit the paused copy (admission refuses); drift that gets past admission
+	// (here written by a kube-system identity, which the policy lets through) is overwritten.
 	capi, _ = getCAPI(ctx, e, "mirror")
 	base := capi.DeepCopy()
 	capi.Spec.FailureDomain = "sim-east-1c"
-	if err := e.Client.Patch(ctx, capi, client.MergeFrom(base)); err != nil {
+	if err := e.Client.Patch(ctx, capi, client.MergeFrom(base)); err == nil || !strings.Contains(err.Error(), "paused mirror") {
+		t.Fatalf("an administrator's edit of a paused mirror must be refused: %v", err)
+	}
+	driftCfg, err := e.Lab.UserConfig("system:serviceaccount:kube-system:drifter", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifter, err := client.New(driftCfg, client.Options{Scheme: e.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drifter.Patch(ctx, capi, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(30*time.Second, "drift overwritten", func(ctx context.Context) (bool, string, error) {

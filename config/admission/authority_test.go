@@ -1,0 +1,172 @@
+package admission_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/lab"
+	"github.com/machina-dev/machina/internal/lab/labtest"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+func clientAs(t *testing.T, l *lab.Lab, user string, w *warnings, groups ...string) client.Client {
+	t.Helper()
+	cfg, err := l.UserConfig(user, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	if w != nil {
+		cfg.WarningHandler = w
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestMirrorWritesAsUsersSeeThem proves the authority rules with two identities against the
+// real apiserver: an administrator (system:masters, so RBAC allows everything) and machina's
+// controller identity.
+func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
+	l := labtest.Start(t)
+	ctx := context.Background()
+	w := &warnings{}
+	admin := clientAs(t, l, "alice", w, "system:masters")
+	controller := clientAs(t, l, lab.ManagerUser, nil, "system:masters")
+
+	// A Machine API Machine whose authority is the Cluster API: a mirror.
+	m := machine("mirror", sim(nil))
+	m.Labels = map[string]string{"team": "blue"}
+	if err := admin.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	m.Status.Conditions = []machinev1beta1.Condition{{Type: "Synchronized", Status: corev1.ConditionFalse,
+		Message: "spec.providerSpec.value.region: Invalid value", LastTransitionTime: metav1.Now()}}
+	if err := controller.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() *machinev1beta1.Machine {
+		x := &machinev1beta1.Machine{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(m), x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	// Policies load a moment after the lab starts; wait for this one to answer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		x := fresh()
+		x.Spec.ProviderID = ptr.To("sim://sim-east-1/sim-east-1a/i-probe")
+		if err := admin.Update(ctx, x, client.DryRunAll); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mirror policy never became active")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	t.Run("AdminCannotChangeMirrorSpec", func(t *testing.T) {
+		x := fresh()
+		x.Spec.ProviderID = ptr.To("sim://sim-east-1/sim-east-1a/i-0")
+		expectDenied(t, admin.Update(ctx, x), "spec: Forbidden: Machine mirror is a mirror: the Cluster API is authoritative (ClusterAPI)")
+	})
+	t.Run("ControllerCanChangeMirrorSpec", func(t *testing.T) {
+		x := fresh()
+		x.Spec.ProviderID = ptr.To("sim://sim-east-1/sim-east-1a/i-1")
+		if err := controller.Update(ctx, x); err != nil {
+			t.Fatalf("the sync controller's identity must be allowed: %v", err)
+		}
+	})
+	t.Run("AdminCanRequestMigrationAndIsWarned", func(t *testing.T) {
+		x := fresh()
+		x.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI // what it is now: no warning
+		if err := admin.Update(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		if ws := w.take(); len(ws) != 0 {
+			t.Fatalf("no move requested, yet warned: %q", ws)
+		}
+		x = fresh()
+		x.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+		if err := admin.Update(ctx, x); err != nil {
+			t.Fatalf("spec.authoritativeAPI must stay changeable: %v", err)
+		}
+		ws := w.take()
+		// Exactly what kubectl prints after "Warning: ".
+		want := "Validation failed for ValidatingAdmissionPolicy 'machina-authority-warnings' with binding 'machina-authority-warnings': " +
+			"spec.authoritativeAPI: the move to MachineAPI is recorded but cannot start: Synchronized is False: spec.providerSpec.value.region: Invalid value"
+		if len(ws) != 1 || ws[0] != want {
+			t.Fatalf("warnings %q, want %q", ws, want)
+		}
+	})
+	t.Run("AdminLabelsOutsideReservedDomains", func(t *testing.T) {
+		x := fresh()
+		x.Labels["team"] = "green"
+		if err := admin.Update(ctx, x); err != nil {
+			t.Fatalf("a user label must stay changeable: %v", err)
+		}
+		x = fresh()
+		x.Labels["node-role.kubernetes.io/infra"] = ""
+		expectDenied(t, admin.Update(ctx, x), "metadata.labels: Forbidden: labels in the kubernetes.io, k8s.io, openshift.io and x-k8s.io domains of Machine mirror")
+		x = fresh()
+		x.Annotations = map[string]string{"machine.openshift.io/exclude-node-draining": ""}
+		expectDenied(t, admin.Update(ctx, x), "metadata.annotations: Forbidden")
+	})
+
+	// A paused Cluster API copy mirrors an authoritative Machine API resource.
+	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "paused-copy", Namespace: ns,
+		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
+		Spec: clusterv1.MachineSpec{ClusterName: "lab", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.machina.dev", Kind: "SimMachine", Name: "paused-copy"}}}
+	if err := controller.Create(ctx, capi); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("AdminCannotUnpauseOrEditCAPIMirror", func(t *testing.T) {
+		x := &clusterv1.Machine{}
+		_ = admin.Get(ctx, client.ObjectKeyFromObject(capi), x)
+		x.Spec.FailureDomain = "sim-east-1c"
+		expectDenied(t, admin.Update(ctx, x), "spec: Forbidden: Machine paused-copy is a paused mirror of an authoritative Machine API resource")
+		_ = admin.Get(ctx, client.ObjectKeyFromObject(capi), x)
+		delete(x.Annotations, clusterv1.PausedAnnotation)
+		expectDenied(t, admin.Update(ctx, x), "metadata.annotations[cluster.x-k8s.io/paused]: Forbidden: only the migration controller unpauses a mirror")
+		_ = controller.Get(ctx, client.ObjectKeyFromObject(capi), x)
+		delete(x.Annotations, clusterv1.PausedAnnotation)
+		if err := controller.Update(ctx, x); err != nil {
+			t.Fatalf("the migration controller's identity must be able to unpause: %v", err)
+		}
+	})
+
+	t.Run("DeletingNonAuthoritativeMachineSetWarns", func(t *testing.T) {
+		l := map[string]string{"set": "mirror"}
+		ms := machineSet("mirror-set", l, l, sim(nil))
+		if err := admin.Create(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		ms.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		if err := controller.Status().Update(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		w.take()
+		if err := admin.Delete(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		ws := w.take()
+		if len(ws) != 1 || !strings.Contains(ws[0], "deleting it removes only the Machine API copy; the cluster.x-k8s.io MachineSet and its Machines keep running") {
+			t.Fatalf("warnings %q", ws)
+		}
+	})
+}
