@@ -101,6 +101,7 @@ func TestSync(t *testing.T) {
 	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
+	t.Run("OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState)
 }
 
 func testMirrorCreated(t *testing.T) {
