@@ -63,6 +63,7 @@ func main() {
 
 var scenarios = map[string]func(n int) (result, error){
 	"mapi-scale": mapiScale,
+	"capi-scale": capiScale,
 }
 
 func usage() {

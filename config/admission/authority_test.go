@@ -129,7 +129,7 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 
 	// A paused Cluster API copy mirrors an authoritative Machine API resource.
 	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "paused-copy", Namespace: ns,
-		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
+		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}, Finalizers: []string{"sync.machine.openshift.io/finalizer"}},
 		Spec: clusterv1.MachineSpec{ClusterName: "lab", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.machina.dev", Kind: "SimMachine", Name: "paused-copy"}}}
 	if err := controller.Create(ctx, capi); err != nil {
@@ -147,6 +147,16 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 		delete(x.Annotations, clusterv1.PausedAnnotation)
 		if err := controller.Update(ctx, x); err != nil {
 			t.Fatalf("the migration controller's identity must be able to unpause: %v", err)
+		}
+		// An object a user paused (no sync finalizer: not a mirror) stays the user's to unpause.
+		own := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "user-paused", Namespace: ns,
+			Annotations: map[string]string{clusterv1.PausedAnnotation: ""}}, Spec: capi.Spec}
+		if err := admin.Create(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+		delete(own.Annotations, clusterv1.PausedAnnotation)
+		if err := admin.Update(ctx, own); err != nil {
+			t.Fatalf("a user must be able to unpause what they paused: %v", err)
 		}
 	})
 

@@ -12,7 +12,10 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -100,4 +103,24 @@ func copyStatus(src, dst client.Object) error {
 	}
 	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(fresh).Elem())
 	return nil
+}
+
+// Finish persists obj at the end of a reconcile (call it in a defer) and folds the outcome
+// into the reconcile's results: NotFound means the object is gone (its last finalizer was
+// removed), and there is nothing left to write; a conflict means the reconcile worked from a
+// stale copy, so it runs again quietly on the newer one; any other error joins retErr. When
+// retErr is set, the result is cleared, as controller-runtime ignores it anyway.
+func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result, retErr *error, opts ...Option) {
+	err := h.Patch(ctx, obj, opts...)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err) && *retErr == nil:
+		*res = ctrl.Result{Requeue: true}
+	default:
+		kind := reflect.TypeOf(obj).Elem().Name()
+		*retErr = kerrors.NewAggregate([]error{*retErr, fmt.Errorf("patching %s: %w", kind, err)})
+	}
+	if *retErr != nil {
+		*res = ctrl.Result{}
+	}
 }

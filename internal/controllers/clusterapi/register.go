@@ -19,7 +19,7 @@ const GroupName = "clusterapi"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "Cluster API (cluster.x-k8s.io): Cluster and Machine, for any contract-following provider",
+		Description: "Cluster API (cluster.x-k8s.io): Cluster, Machine, MachineSet, MachineHealthCheck, MachinePool, for any contract-following provider",
 		Setup:       Setup,
 	})
 }

@@ -129,7 +129,18 @@ func testProvision(t *testing.T) {
 	m.Spec.ObjectMeta.Labels = map[string]string{"node-role.kubernetes.io/worker": "", "team": "blue"}
 	m.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}}
 	create(t, e, m)
-	m = waitPhase(t, e, "provision", machinev1beta1.PhaseRunning, 60*time.Second)
+	waitPhase(t, e, "provision", machinev1beta1.PhaseRunning, 60*time.Second)
+	// NodeLink marks the Machine Running with its Node; the Machine controller's next pass
+	// records the instance's running state and provider status.
+	e.Eventually(30*time.Second, "instance-state running", func(ctx context.Context) (bool, string, error) {
+		var err error
+		if m, err = get(ctx, e, "provision"); err != nil {
+			return false, err.Error(), nil
+		}
+		st, _ := simactuator.ProviderStatus(m)
+		return m.Annotations[machine.InstanceStateAnnotation] == "running" && st != nil && st.InstanceState == "running",
+			m.Annotations[machine.InstanceStateAnnotation], nil
+	})
 
 	if m.Status.NodeRef == nil || m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, "sim://sim-east-1/sim-east-1a/") {
 		t.Fatalf("running Machine lacks nodeRef or providerID: %+v %v", m.Status.NodeRef, m.Spec.ProviderID)

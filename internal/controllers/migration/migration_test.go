@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	_ "github.com/machina-dev/machina/internal/controllers/autoscaling"
 	_ "github.com/machina-dev/machina/internal/controllers/clusterapi"
 	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/migration"
@@ -80,11 +81,14 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 }
 
 func TestMigration(t *testing.T) {
-	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim,autoscaling"})
 	env.SeedCluster("lab")
 	t.Run("MachineToClusterAPIAndBack", testRoundTrip)
 	t.Run("RefusedWhenNotSynchronized", testRefused)
 	t.Run("RollbackWhileMigratingAfterCrash", testRollback)
+	t.Run("MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI)
+	t.Run("ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration)
+	t.Run("ManyHandoversLaunchNothing", testManyHandoversLaunchNothing)
 }
 
 func testRoundTrip(t *testing.T) {
@@ -174,6 +178,16 @@ func testRefused(t *testing.T) {
 	if err := e.Client.Create(ctx, machine("stuck", "sim-west-1", "sim-west-1a")); err != nil {
 		t.Fatal(err)
 	}
+	// Authority is decided first (a request made before that would make it Cluster
+	// API-authoritative from birth), and the conversion failure is known.
+	e.Eventually(60*time.Second, "decided and not synchronised", func(ctx context.Context) (bool, string, error) {
+		m := &machinev1beta1.Machine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, "Synchronized")
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Status == "False", cond(m, "Synchronized"), nil
+	})
 	request(t, e, "stuck", machinev1beta1.MachineAuthorityClusterAPI)
 	e.Eventually(60*time.Second, "refused with the reason", func(ctx context.Context) (bool, string, error) {
 		m := &machinev1beta1.Machine{}
@@ -219,4 +233,47 @@ func testRollback(t *testing.T) {
 		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Reason == migration.RolledBackReason &&
 			controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer), cond(m, migration.MigrationCondition), nil
 	})
+}
+
+// Machines are never reconciled by both families at once: across many handovers of a running
+// Machine, neither side ever asks the cloud for an instance.
+func testManyHandoversLaunchNothing(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, machine("pingpong", "sim-east-1", "sim-east-1c")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(90*time.Second, "running and synchronised", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, "pingpong")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return m.Status.Phase != nil && *m.Status.Phase == "Running" && c.Status.Phase == "Running" &&
+			m.Status.SynchronizedGeneration == m.Generation, fmt.Sprint(m.Status.Phase), nil
+	})
+	before, err := e.Cloud.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		for _, to := range []machinev1beta1.MachineAuthority{machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMachineAPI} {
+			request(t, e, "pingpong", to)
+			e.Eventually(90*time.Second, fmt.Sprintf("handover %d to %s", i, to), func(ctx context.Context) (bool, string, error) {
+				m, _, err := getBoth(ctx, e, "pingpong")
+				if err != nil {
+					return false, err.Error(), nil
+				}
+				return m.Status.AuthoritativeAPI == to && mapicond.IsTrue(m.Status.Conditions, "Synchronized") &&
+					m.Status.Phase != nil && *m.Status.Phase == "Running", cond(m, migration.MigrationCondition), nil
+			})
+		}
+	}
+	after, err := e.Cloud.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := after.Operations["RunInstances"].Calls - before.Operations["RunInstances"].Calls; runs != 0 ||
+		after.InstancesCreated != before.InstancesCreated {
+		t.Fatalf("8 handovers made %d RunInstances calls and created %d instances", runs, after.InstancesCreated-before.InstancesCreated)
+	}
 }

@@ -21,7 +21,7 @@ const GroupName = "sim"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "simulated infrastructure provider (infrastructure.machina.dev): SimCluster, SimMachine",
+		Description: "simulated infrastructure provider (infrastructure.machina.dev): SimCluster, SimMachine, SimMachinePool",
 		Setup:       Setup,
 	})
 }

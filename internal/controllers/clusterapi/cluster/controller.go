@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -99,18 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(cl, r.Client)
 	defer func() {
 		cl.Status.ObservedGeneration = cl.Generation
-		err := helper.Patch(ctx, cl)
-		switch {
-		case err == nil:
-		case apierrors.IsNotFound(err) && !cl.DeletionTimestamp.IsZero():
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Cluster: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
+		helper.Finish(ctx, cl, &res, &retErr)
 	}()
 
 	if d, _ := gate.ClusterAPI(cl, cl, &cl.Status.Conditions); d.Paused {

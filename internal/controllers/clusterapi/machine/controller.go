@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,19 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(m, r.Client)
 	defer func() {
 		m.Status.ObservedGeneration = m.Generation
-		err := helper.Patch(ctx, m)
-		switch {
-		case err == nil:
-		case apierrors.IsNotFound(err) && !m.DeletionTimestamp.IsZero():
-			// Removing the finalizer let the Machine go.
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Machine: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
+		helper.Finish(ctx, m, &res, &retErr)
 	}()
 
 	cluster := &clusterv1.Cluster{}

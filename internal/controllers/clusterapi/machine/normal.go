@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,6 +86,14 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machin
 				return ctrl.Result{}, nil
 			}
 		}
+	}
+	if pool := machinePoolOwner(m); pool != "" && !ref.IsDefined() && !hasBootstrapData(m) {
+		// A MachinePool Machine has no bootstrap of its own: its pool's instances share the
+		// pool's bootstrap data, so there is nothing to wait for.
+		m.Status.Initialization.BootstrapDataSecretCreated = ptr.To(true)
+		setCondition(m, clusterv1.MachineBootstrapConfigReadyCondition, metav1.ConditionTrue,
+			clusterv1.MachineBootstrapDataSecretProvidedReason, "bootstrap data is shared by MachinePool "+pool)
+		return ctrl.Result{}, nil
 	}
 	if !hasBootstrapData(m) {
 		setCondition(m, clusterv1.MachineBootstrapConfigReadyCondition, metav1.ConditionFalse,
@@ -193,4 +202,13 @@ func (r *Reconciler) fail(m *clusterv1.Machine, reason capierrors.MachineStatusE
 		m.Status.Deprecated.V1Beta1.FailureMessage = ptr.To(msg)
 	}
 	r.event(m, corev1.EventTypeWarning, "Failed", "%s: %s", reason, msg)
+}
+
+// machinePoolOwner returns the name of the MachinePool controlling m, "" when none.
+func machinePoolOwner(m *clusterv1.Machine) string {
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "MachinePool" &&
+		strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
+		return ref.Name
+	}
+	return ""
 }

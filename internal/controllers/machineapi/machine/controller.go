@@ -2,16 +2,13 @@ package machine
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,22 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	helper := patch.NewHelper(m, r.Client)
 	var patchOpts []patch.Option
-	defer func() {
-		err := helper.Patch(ctx, m, patchOpts...)
-		switch {
-		case err == nil:
-		case apierrors.IsNotFound(err) && !m.DeletionTimestamp.IsZero():
-			// The finalizer was the last thing holding the Machine: it is gone.
-		case apierrors.IsConflict(err) && retErr == nil:
-			// Worked from a stale copy; the next pass sees the newer one.
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching Machine: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
-	}()
+	defer helper.Finish(ctx, m, &res, &retErr, patchOpts...)
 
 	decision, _, err := gate.MachineAPI(m)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,19 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(mhc, r.Client)
-	defer func() {
-		err := helper.Patch(ctx, mhc)
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching MachineHealthCheck: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
-	}()
+	defer helper.Finish(ctx, mhc, &res, &retErr)
 	if d, _, err := gate.MachineAPI(mhc); err != nil || d.Paused {
 		return ctrl.Result{}, err
 	}

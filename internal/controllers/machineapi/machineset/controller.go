@@ -6,7 +6,6 @@ package machineset
 
 import (
 	"context"
-	"fmt"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -149,19 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(ms, r.Client)
-	defer func() {
-		err := helper.Patch(ctx, ms)
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching MachineSet: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
-	}()
+	defer helper.Finish(ctx, ms, &res, &retErr)
 
 	decision, _, err := gate.MachineAPI(ms)
 	if err != nil || decision.Paused {

@@ -20,10 +20,8 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -122,19 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	helper := patch.NewHelper(ms, r.Client)
-	defer func() {
-		err := helper.Patch(ctx, ms)
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching MachineSet: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
-	}()
+	defer helper.Finish(ctx, ms, &res, &retErr)
 
 	switch {
 	case decodeErr != nil:

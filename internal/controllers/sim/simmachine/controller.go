@@ -9,7 +9,6 @@ package simmachine
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -101,20 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(sm, r.Client)
-	defer func() {
-		err := helper.Patch(ctx, sm)
-		switch {
-		case err == nil:
-		case apierrors.IsNotFound(err) && !sm.DeletionTimestamp.IsZero():
-		case apierrors.IsConflict(err) && retErr == nil:
-			res = ctrl.Result{Requeue: true}
-		default:
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching SimMachine: %w", err)})
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-		}
-	}()
+	defer helper.Finish(ctx, sm, &res, &retErr)
 
 	machine, err := r.ownerMachine(ctx, sm)
 	if err != nil {

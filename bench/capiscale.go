@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+)
+
+// capiScale scales a Cluster API MachineSet from 0 to n and waits until every Machine is
+// Running with a nodeRef. The Cluster (with its SimCluster and the kubeconfig Secret that
+// points at the lab itself) is provisioned first. With MACHINA_DEBUG_WRITES=1 the manager
+// logs every write, and the row ends with the writes per Machine by resource.
+func capiScale(n int) (result, error) {
+	e, err := startEnv("clusterapi,sim")
+	if err != nil {
+		return result{}, err
+	}
+	defer e.stop()
+	ctx := context.Background()
+	const ns, name = "default", "bench"
+	kubeconfig, err := os.ReadFile(e.lab.KubeconfigPath)
+	if err != nil {
+		return result{}, err
+	}
+	labels := map[string]string{"bench": "capi-scale"}
+	ms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: clusterv1.MachineSetSpec{ClusterName: name, Replicas: ptr.To[int32](0),
+			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
+				Spec: clusterv1.MachineSpec{ClusterName: name, FailureDomain: "sim-east-1a",
+					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bench-bootstrap")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group,
+						Kind: "SimMachineTemplate", Name: name}}}}}
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-bootstrap", Namespace: ns},
+			Data: map[string][]byte{"value": []byte("#!/bin/sh\n")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
+		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
+		&infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
+				Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.small", Image: "sim-rhcos-9"}}}}},
+		ms,
+	}
+	for _, o := range objs {
+		if err := e.client.Create(ctx, o); err != nil {
+			return result{}, err
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		cl := &clusterv1.Cluster{}
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
+			return result{}, err
+		}
+		if ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return result{}, fmt.Errorf("the Cluster's infrastructure was not provisioned within a minute")
+		}
+	}
+	time.Sleep(2 * time.Second) // let the manager settle on the empty MachineSet
+	w0, err := e.managerWrites()
+	if err != nil {
+		return result{}, err
+	}
+	k0 := e.kubeletWrite.Load()
+	logStart := logSize(e)
+
+	start := time.Now()
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
+	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
+		return result{}, err
+	}
+	lastReport := time.Now()
+	for {
+		var list clusterv1.MachineList
+		if err := e.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return result{}, err
+		}
+		done := 0
+		for _, m := range list.Items {
+			if m.Status.Phase == string(clusterv1.MachinePhaseRunning) && m.Status.NodeRef.IsDefined() {
+				done++
+			}
+		}
+		if done >= n {
+			break
+		}
+		if time.Since(lastReport) > 10*time.Second {
+			fmt.Fprintf(os.Stderr, "bench: %d/%d Machines Running after %s\n", done, n, time.Since(start).Round(time.Second))
+			lastReport = time.Now()
+		}
+		if time.Since(start) > 15*time.Minute {
+			return result{}, fmt.Errorf("only %d of %d Machines Running after 15 minutes", done, n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	time.Sleep(2 * time.Second) // writes that follow the last Running (status settling) count too
+	w1, err := e.managerWrites()
+	if err != nil {
+		return result{}, err
+	}
+	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: writeBreakdown(e, logStart, n)}, nil
+}
+
+func logSize(e *env) int64 {
+	fi, err := os.Stat(filepath.Join(e.dir, "manager.log"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// writeBreakdown groups the manager's logged writes (MACHINA_DEBUG_WRITES=1) after offset by
+// method and resource, per Machine.
+func writeBreakdown(e *env, offset int64, n int) string {
+	if os.Getenv("MACHINA_DEBUG_WRITES") == "" {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(e.dir, "manager.log"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return ""
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 4 || fields[0] != "WRITE" {
+			continue
+		}
+		counts[fields[1]+" "+resourceOf(fields[2])+" "+fields[3]]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(counts[k])/float64(n)))
+	}
+	return "\n    writes/Machine by request: " + strings.Join(parts, ", ")
+}
+
+// resourceOf reduces a request path to its resource and subresource
+// (".../namespaces/default/simmachines/bench-x/status" → "simmachines/status").
+func resourceOf(path string) string {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range seg {
+		if s == "namespaces" && i+2 < len(seg) {
+			seg = seg[i+2:]
+			break
+		}
+		if (s == "v1" || strings.HasPrefix(s, "v1") || strings.HasPrefix(s, "v2")) && i+1 < len(seg) && seg[i+1] != "namespaces" {
+			seg = seg[i+1:]
+			break
+		}
+	}
+	if len(seg) == 0 {
+		return path
+	}
+	out := seg[0]
+	if len(seg) >= 3 {
+		out += "/" + seg[2]
+	}
+	return out
+}

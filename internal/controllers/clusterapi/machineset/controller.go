@@ -1,0 +1,341 @@
+// Package machineset is the Cluster API (cluster.x-k8s.io/v1beta2) MachineSet controller. It
+// keeps spec.replicas Machines matching the selector: each new Machine gets its own
+// InfraMachine (and bootstrap config, when the template names one) cloned from the
+// template's referenced templates; orphans that match are adopted; scale-down picks victims
+// by spec.deletion.order with cluster.x-k8s.io/delete-machine first. It performs the owner
+// remediation a MachineHealthCheck asks for (OwnerRemediated=False on a Machine), reports
+// replicas, readyReplicas, availableReplicas and upToDateReplicas with v1beta2 conditions,
+// and its finalizer deletes every Machine before the MachineSet goes.
+//
+// A template change never rolls existing Machines: they stay, and only Machines created
+// afterwards (on scale-up or to replace a deleted one) use the new template;
+// status.upToDateReplicas says how many match it.
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// StatusInterval is the shortest time between two status-only writes of one MachineSet:
+// while hundreds of Machines come up, their counts are written about once a second instead
+// of once per Machine event. Spec, metadata and condition status changes are not delayed.
+const StatusInterval = time.Second
+
+// Reconciler reconciles cluster.x-k8s.io MachineSets.
+type Reconciler struct {
+	Client   client.Client
+	Resolver *external.Resolver
+	Recorder record.EventRecorder
+	// MaxConcurrentReconciles defaults to 5.
+	MaxConcurrentReconciles int
+
+	expect *expectations
+
+	mu          sync.Mutex
+	lastStatus  map[types.NamespacedName]time.Time
+	initialised sync.Once
+}
+
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status;machinesets/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev;bootstrap.cluster.x-k8s.io,resources=*,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+func (r *Reconciler) init() {
+	r.initialised.Do(func() {
+		r.expect = newExpectations()
+		r.lastStatus = map[types.NamespacedName]time.Time{}
+	})
+}
+
+// SetupWithManager registers the controller: MachineSets, their Machines (and orphans that
+// match), and Clusters (pause and unpause).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.init()
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 5
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterapi-machineset").
+		For(&clusterv1.MachineSet{}).
+		Watches(&clusterv1.Machine{}, r.machineHandler()).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToSets)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// machineHandler enqueues a Machine's MachineSet(s) and counts the events the expectations
+// wait for.
+func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.machineToSets(ctx, o) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := setOf(e.Object); ok {
+				r.expect.observeCreate(key, e.Object.GetName())
+			}
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := setOf(e.ObjectNew); ok && e.ObjectNew.GetDeletionTimestamp() != nil {
+				r.expect.observeDelete(key, e.ObjectNew.GetName())
+			}
+			enqueue(ctx, e.ObjectNew, q)
+			ro, rn := metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew)
+			if (ro == nil) != (rn == nil) || (ro != nil && ro.UID != rn.UID) {
+				enqueue(ctx, e.ObjectOld, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if key, ok := setOf(e.Object); ok {
+				r.expect.observeDelete(key, e.Object.GetName())
+			}
+			enqueue(ctx, e.Object, q)
+		},
+	}
+}
+
+// setOf names the MachineSet controlling o.
+func setOf(o client.Object) (types.NamespacedName, bool) {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "MachineSet" || ref.APIVersion != clusterv1.GroupVersion.String() {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
+}
+
+// machineToSets maps a Machine to its controlling MachineSet, or, for an orphan, to every
+// MachineSet of its Cluster whose selector matches it.
+func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	if key, ok := setOf(o); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	if metav1.GetControllerOf(o) != nil {
+		return nil
+	}
+	m, ok := o.(*clusterv1.Machine)
+	if !ok {
+		return nil
+	}
+	var sets clusterv1.MachineSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sets.Items {
+		if selects(&sets.Items[i], m) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// selects reports whether the MachineSet's selector matches the Machine and both belong to
+// the same Cluster.
+func selects(ms *clusterv1.MachineSet, m *clusterv1.Machine) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	return err == nil && !sel.Empty() && m.Spec.ClusterName == ms.Spec.ClusterName && sel.Matches(labels.Set(m.Labels))
+}
+
+func (r *Reconciler) clusterToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	var sets clusterv1.MachineSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sets.Items {
+		if sets.Items[i].Spec.ClusterName == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// Reconcile is one pass over a MachineSet: paused gate, finalizer, then scaling or deletion.
+// Every change to the MachineSet is persisted by one patch at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	r.init()
+	ms := &clusterv1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expect.forget(req.NamespacedName)
+			r.mu.Lock()
+			delete(r.lastStatus, req.NamespacedName)
+			r.mu.Unlock()
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper := patch.NewHelper(ms, r.Client)
+	before := ms.DeepCopy()
+	defer func() {
+		ms.Status.ObservedGeneration = ms.Generation
+		var opts []patch.Option
+		if wait := r.throttleStatus(req.NamespacedName, before, ms); wait > 0 {
+			opts = append(opts, patch.SkipStatus)
+			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+				res.RequeueAfter = wait
+			}
+		}
+		helper.Finish(ctx, ms, &res, &retErr, opts...)
+	}()
+
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ms.Spec.ClusterName}, cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		cluster = nil
+	}
+	if d, _ := gate.ClusterAPI(ms, cluster, &ms.Status.Conditions); d.Paused {
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
+		return ctrl.Result{}, nil
+	}
+	if !ms.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, ms)
+	}
+	if cluster == nil {
+		setCondition(ms, clusterv1.MachineSetScalingUpCondition, metav1.ConditionUnknown, clusterv1.MachineSetScalingUpInternalErrorReason,
+			fmt.Sprintf("Cluster %s does not exist", ms.Spec.ClusterName))
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	changed := false
+	if ms.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
+		if ms.Labels == nil {
+			ms.Labels = map[string]string{}
+		}
+		ms.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		changed = true
+	}
+	if len(ms.OwnerReferences) == 0 {
+		ms.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
+			Name: cluster.Name, UID: cluster.UID}}
+		changed = true
+	}
+	if controllerutil.AddFinalizer(ms, clusterv1.MachineSetFinalizer) || changed {
+		// Storing the finalizer brings the MachineSet back through its watch.
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileNormal(ctx, ms)
+}
+
+// reconcileNormal adopts, remediates, scales and reports status.
+func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineSet) (ctrl.Result, error) {
+	setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionFalse, clusterv1.MachineSetNotDeletingReason, "")
+	if err := validate(ms); err != nil {
+		setCondition(ms, clusterv1.MachineSetScalingUpCondition, metav1.ConditionUnknown, "InvalidSpec", err.Error())
+		r.event(ms, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
+		return ctrl.Result{}, nil
+	}
+	machines, err := r.ownedMachines(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var errs []error
+	var scaleErr error
+	key := client.ObjectKeyFromObject(ms)
+	if r.expect.satisfied(key) {
+		if err := r.remediate(ctx, ms, machines); err != nil {
+			errs = append(errs, err)
+		}
+		if scaleErr = r.scale(ctx, ms, machines); scaleErr != nil {
+			errs = append(errs, scaleErr)
+		}
+	}
+	next := r.updateStatus(ms, machines, scaleErr)
+	if len(errs) > 0 {
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// reconcileDelete deletes every Machine of the MachineSet and lets the MachineSet go once
+// they are all gone.
+func (r *Reconciler) reconcileDelete(ctx context.Context, ms *clusterv1.MachineSet) (ctrl.Result, error) {
+	var list clusterv1.MachineList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	var left []string
+	var errs []error
+	for i := range list.Items {
+		m := &list.Items[i]
+		if ref := metav1.GetControllerOf(m); ref == nil || ref.UID != ms.UID {
+			continue
+		}
+		left = append(left, m.Name)
+		if m.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionTrue, clusterv1.MachineSetDeletingInternalErrorReason,
+			errs[0].Error())
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	if len(left) > 0 {
+		setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionTrue, clusterv1.MachineSetDeletingReason,
+			fmt.Sprintf("deleting %d Machine(s): %s", len(left), summarise(left)))
+		// Machine deletion events bring the MachineSet back.
+		return ctrl.Result{}, nil
+	}
+	controllerutil.RemoveFinalizer(ms, clusterv1.MachineSetFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// throttleStatus says how long to hold back a status write that only changes counts or
+// messages, when the previous one was less than StatusInterval ago. Writes that change a
+// condition's status, the observed generation or the selector go out at once.
+func (r *Reconciler) throttleStatus(key types.NamespacedName, before, after *clusterv1.MachineSet) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !statusChanged(before, after) {
+		return 0
+	}
+	now := time.Now()
+	if !minorStatusChange(before, after) || !after.DeletionTimestamp.IsZero() {
+		r.lastStatus[key] = now
+		return 0
+	}
+	if last, ok := r.lastStatus[key]; ok && now.Sub(last) < StatusInterval {
+		return StatusInterval - now.Sub(last)
+	}
+	r.lastStatus[key] = now
+	return 0
+}
+
+func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(o, typ, reason, format, args...)
+	}
+}

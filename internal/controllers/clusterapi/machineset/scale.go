@@ -1,0 +1,180 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// scale creates or deletes Machines so that the Machines not being deleted number
+// spec.replicas. Nothing happens while spec.replicas is unset.
+func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machines []*clusterv1.Machine) error {
+	if ms.Spec.Replicas == nil {
+		return nil
+	}
+	var active []*clusterv1.Machine
+	for _, m := range machines {
+		if m.DeletionTimestamp.IsZero() {
+			active = append(active, m)
+		}
+	}
+	want := int(*ms.Spec.Replicas)
+	key := client.ObjectKeyFromObject(ms)
+	switch diff := want - len(active); {
+	case diff > 0:
+		infra, err := r.readTemplate(ctx, ms.Spec.Template.Spec.InfrastructureRef, ms.Namespace)
+		if err != nil {
+			return err
+		}
+		var boot *cloneSource
+		if ref := ms.Spec.Template.Spec.Bootstrap.ConfigRef; ref.IsDefined() {
+			if boot, err = r.readTemplate(ctx, ref, ms.Namespace); err != nil {
+				return err
+			}
+		}
+		errs := parallel(diff, func(int) error { return r.createMachine(ctx, ms, infra, boot) })
+		if created := diff - len(errs); created > 0 {
+			r.event(ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s) from %s %s", created,
+				infra.ref.Kind, infra.ref.Name)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%d of %d Machine creations failed: %w", len(errs), diff, kerrors.NewAggregate(errs))
+		}
+	case diff < 0:
+		victims := chooseVictims(active, -diff, ms.Spec.Deletion.Order)
+		errs := parallel(len(victims), func(i int) error {
+			r.expect.expectDelete(key, victims[i].Name)
+			err := r.Client.Delete(ctx, victims[i])
+			if err != nil {
+				r.expect.observeDelete(key, victims[i].Name)
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		names := make([]string, len(victims))
+		for i, v := range victims {
+			names[i] = v.Name
+		}
+		r.event(ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", summarise(names))
+		if len(errs) > 0 {
+			return fmt.Errorf("deleting Machines: %w", kerrors.NewAggregate(errs))
+		}
+	}
+	return nil
+}
+
+// deletePriority ranks how strongly a Machine should go first on scale-down (lower goes
+// first): marked with the delete-machine annotation; unhealthy (a failed health check, a
+// terminal failure, an unhealthy Node); and, for the Random order only, not ready yet.
+func deletePriority(m *clusterv1.Machine, order clusterv1.MachineSetDeletionOrder) int {
+	if _, ok := m.Annotations[clusterv1.DeleteMachineAnnotation]; ok {
+		return 0
+	}
+	if isFalse(m, clusterv1.MachineHealthCheckSucceededCondition) || isFalse(m, clusterv1.MachineNodeHealthyCondition) || failed(m) {
+		return 1
+	}
+	if order != clusterv1.NewestMachineSetDeletionOrder && order != clusterv1.OldestMachineSetDeletionOrder &&
+		(!m.Status.NodeRef.IsDefined() || !meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition)) {
+		return 2
+	}
+	return 3
+}
+
+// chooseVictims picks n Machines to delete: by priority, then by the deletion order
+// (Random by default; Newest or Oldest by creation time, the name breaking ties).
+func chooseVictims(machines []*clusterv1.Machine, n int, order clusterv1.MachineSetDeletionOrder) []*clusterv1.Machine {
+	ms := append([]*clusterv1.Machine{}, machines...)
+	tiebreak := make(map[*clusterv1.Machine]float64, len(ms))
+	for _, m := range ms {
+		tiebreak[m] = rand.Float64()
+	}
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if pa, pb := deletePriority(a, order), deletePriority(b, order); pa != pb {
+			return pa < pb
+		}
+		ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+		switch order {
+		case clusterv1.NewestMachineSetDeletionOrder:
+			if !ta.Equal(tb) {
+				return ta.After(tb)
+			}
+			return a.Name > b.Name
+		case clusterv1.OldestMachineSetDeletionOrder:
+			if !ta.Equal(tb) {
+				return ta.Before(tb)
+			}
+			return a.Name < b.Name
+		default:
+			return tiebreak[a] < tiebreak[b]
+		}
+	})
+	if n > len(ms) {
+		n = len(ms)
+	}
+	return ms[:n]
+}
+
+func isFalse(m *clusterv1.Machine, t string) bool {
+	return meta.IsStatusConditionFalse(m.Status.Conditions, t)
+}
+
+// failed reports a terminal failure surfaced by the Machine controller.
+func failed(m *clusterv1.Machine) bool {
+	d := m.Status.Deprecated
+	return d != nil && d.V1Beta1 != nil && (d.V1Beta1.FailureReason != nil || d.V1Beta1.FailureMessage != nil)
+}
+
+// remediate deletes the Machines a MachineHealthCheck handed to their owner
+// (OwnerRemediated=False while HealthCheckSucceeded=False), first recording on each that the
+// MachineSet is deleting it. The replacements come from the scale step.
+func (r *Reconciler) remediate(ctx context.Context, ms *clusterv1.MachineSet, machines []*clusterv1.Machine) error {
+	key := client.ObjectKeyFromObject(ms)
+	var errs []error
+	for i, m := range machines {
+		c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || !m.DeletionTimestamp.IsZero() ||
+			!isFalse(m, clusterv1.MachineHealthCheckSucceededCondition) {
+			continue
+		}
+		// The listed Machines are shared with the cache: work on a copy.
+		m = m.DeepCopy()
+		machines[i] = m
+		if c.Reason != clusterv1.MachineSetMachineRemediationMachineDeletingReason {
+			base := m.DeepCopy()
+			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition,
+				Status: metav1.ConditionFalse, Reason: clusterv1.MachineSetMachineRemediationMachineDeletingReason,
+				Message: "Machine deletionTimestamp set by MachineSet " + ms.Name + " to remediate it", ObservedGeneration: m.Generation})
+			if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("marking Machine %s for remediation: %w", m.Name, err))
+				}
+				continue
+			}
+		}
+		r.expect.expectDelete(key, m.Name)
+		if err := r.Client.Delete(ctx, m); err != nil {
+			r.expect.observeDelete(key, m.Name)
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting unhealthy Machine %s: %w", m.Name, err))
+			}
+			continue
+		}
+		// The scale step counts it as going.
+		now := metav1.Now()
+		m.DeletionTimestamp = &now
+		r.event(ms, corev1.EventTypeNormal, "MachineRemediated", "Deleted unhealthy Machine %s to replace it", m.Name)
+	}
+	return kerrors.NewAggregate(errs)
+}

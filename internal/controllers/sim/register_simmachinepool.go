@@ -1,0 +1,20 @@
+package sim
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/controllers/sim/simmachinepool"
+	"github.com/machina-dev/machina/internal/manager"
+)
+
+// The SimMachinePool controller: a MachinePool's scaling group, with one SimMachine per
+// instance (MachinePool Machines).
+func init() {
+	addSetup(func(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Client) error {
+		return (&simmachinepool.Reconciler{
+			Client: mgr.GetClient(), Cloud: cloud,
+			Recorder: mgr.GetEventRecorderFor("sim-simmachinepool"), Resync: env.Resync,
+		}).SetupWithManager(mgr)
+	})
+}
