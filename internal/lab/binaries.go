@@ -45,14 +45,16 @@ var binaryPackages = []struct{ name, pkg string }{
 }
 
 // CacheDir is where built binaries are kept: $MACHINA_CACHE_DIR, or machina/ under the
-// user's cache directory.
+// user's cache directory (machina-cache/ under the temporary directory when there is none).
 func CacheDir() (string, error) {
 	if d := os.Getenv("MACHINA_CACHE_DIR"); d != "" {
 		return d, nil
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("no cache directory (set MACHINA_CACHE_DIR): %w", err)
+		// No home directory (some CI sandboxes): the temporary directory still lets runs on
+		// the same machine share one build.
+		return filepath.Join(os.TempDir(), "machina-cache"), nil
 	}
 	return filepath.Join(d, "machina"), nil
 }
