@@ -12,6 +12,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 )
 
 // Node annotations the controller maintains.
@@ -58,7 +60,11 @@ func (r *Reconciler) reconcileNode(ctx context.Context, m *clusterv1.Machine, cl
 		setNodeConditions(m, metav1.ConditionUnknown, clusterv1.MachineNodeConnectionDownReason, err.Error())
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	node, err := findNode(ctx, wc, m)
+	nodes, err := r.Remote.Nodes(ctx, m.Namespace, cluster.Name)
+	if err != nil {
+		nodes = nil // fall back to listing through the direct client
+	}
+	node, err := findNode(ctx, wc, nodes, m)
 	if err != nil {
 		setNodeConditions(m, metav1.ConditionUnknown, clusterv1.MachineNodeInspectionFailedReason, err.Error())
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
@@ -88,7 +94,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, m *clusterv1.Machine, cl
 
 // findNode returns the Machine's Node: the one named by nodeRef when it still has the
 // Machine's providerID, else the one whose spec.providerID matches; nil when there is none.
-func findNode(ctx context.Context, wc client.Client, m *clusterv1.Machine) (*corev1.Node, error) {
+func findNode(ctx context.Context, wc client.Client, nodeCache client.Reader, m *clusterv1.Machine) (*corev1.Node, error) {
 	if name := m.Status.NodeRef.Name; name != "" {
 		var n corev1.Node
 		err := wc.Get(ctx, client.ObjectKey{Name: name}, &n)
@@ -100,7 +106,11 @@ func findNode(ctx context.Context, wc client.Client, m *clusterv1.Machine) (*cor
 		}
 	}
 	var nodes corev1.NodeList
-	if err := wc.List(ctx, &nodes); err != nil {
+	if nodeCache != nil {
+		if err := nodeCache.List(ctx, &nodes, client.MatchingFields{remote.ProviderIDIndex: m.Spec.ProviderID}); err != nil {
+			return nil, fmt.Errorf("listing Nodes: %w", err)
+		}
+	} else if err := wc.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
 	for i := range nodes.Items {

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/scheme"
@@ -36,6 +38,57 @@ type Clients struct {
 type entry struct {
 	resourceVersion string
 	client          client.Client
+	cfg             *rest.Config
+	nodes           cache.Cache // started on first use; stopped when the Secret changes
+	stop            context.CancelFunc
+}
+
+// ProviderIDIndex indexes the Node cache by spec.providerID.
+const ProviderIDIndex = "spec.providerID"
+
+// Nodes returns a cached reader of the workload cluster's Nodes, indexed by ProviderIDIndex,
+// so finding a Machine's Node does not list every Node of the cluster on every pass.
+func (c *Clients) Nodes(ctx context.Context, namespace, name string) (client.Reader, error) {
+	if _, err := c.Client(ctx, namespace, name); err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: SecretName(name)}
+	c.mu.Lock()
+	e := c.clients[key]
+	if e.nodes != nil {
+		c.mu.Unlock()
+		return e.nodes, nil
+	}
+	nc, err := cache.New(e.cfg, cache.Options{Scheme: scheme.Scheme,
+		ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {}}, ReaderFailOnMissingInformer: true})
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	if err := nc.IndexField(ctx, &corev1.Node{}, ProviderIDIndex, func(o client.Object) []string {
+		if pid := o.(*corev1.Node).Spec.ProviderID; pid != "" {
+			return []string{pid}
+		}
+		return nil
+	}); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	if _, err := nc.GetInformer(ctx, &corev1.Node{}); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	go func() { _ = nc.Start(runCtx) }()
+	e.nodes, e.stop = nc, stop
+	c.clients[key] = e
+	c.mu.Unlock()
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !nc.WaitForCacheSync(syncCtx) {
+		return nil, fmt.Errorf("the Node cache of cluster %s/%s did not sync", namespace, name)
+	}
+	return nc, nil
 }
 
 // ErrNoKubeconfig is wrapped by errors about a missing or empty kubeconfig Secret.
@@ -66,7 +119,7 @@ func (c *Clients) Client(ctx context.Context, namespace, name string) (client.Cl
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = 200, 400
 	cl, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("building a client from Secret %s: %w", key, err)
@@ -74,6 +127,9 @@ func (c *Clients) Client(ctx context.Context, namespace, name string) (client.Cl
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
-	c.clients[key] = entry{resourceVersion: s.ResourceVersion, client: cl}
+	if old, ok := c.clients[key]; ok && old.stop != nil {
+		old.stop() // the kubeconfig changed: the old Node cache goes with it
+	}
+	c.clients[key] = entry{resourceVersion: s.ResourceVersion, client: cl, cfg: cfg}
 	return cl, nil
 }
