@@ -192,9 +192,10 @@ func testMachineProvisions(t *testing.T) {
 		t.Errorf("bootstrap config still there: %v", err)
 	}
 	reasons := eventReasons(t, e, "m1")
-	// (Provisioned may be skipped: the Node can already be there when the instance is seen running.)
+	// The story in order: provisioned, linked to its Node, deleting, deleted (happy-path phases
+	// have no event of their own, to keep writes per Machine down).
 	last := -1
-	for _, want := range []string{"PhasePending", "PhaseProvisioning", "PhaseRunning", "PhaseDeleting", "Deleted"} {
+	for _, want := range []string{"InfrastructureProvisioned", "SuccessfulSetNodeRef", "PhaseDeleting", "Deleted"} {
 		i := indexOf(reasons, want)
 		if i <= last {
 			t.Errorf("event %s missing or out of order: %v", want, reasons)

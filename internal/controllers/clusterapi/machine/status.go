@@ -21,18 +21,21 @@ func metaOwnerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerRefe
 	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid}
 }
 
-// setPhase moves the Machine to a phase, stamping lastUpdated and emitting an event on change.
+// setPhase moves the Machine to a phase, stamping lastUpdated. Failed and Deleting get an
+// event; the happy path is told by InfrastructureProvisioned and SuccessfulSetNodeRef, so a
+// new Machine does not cost an event write per phase.
 func (r *Reconciler) setPhase(m *clusterv1.Machine, p clusterv1.MachinePhase) {
 	if m.Status.Phase == string(p) {
 		return
 	}
 	m.Status.Phase = string(p)
 	m.Status.LastUpdated = metav1.Now()
-	typ := corev1.EventTypeNormal
-	if p == clusterv1.MachinePhaseFailed {
-		typ = corev1.EventTypeWarning
+	switch p {
+	case clusterv1.MachinePhaseFailed:
+		r.event(m, corev1.EventTypeWarning, "Phase"+string(p), "Machine %s is %s", m.Name, p)
+	case clusterv1.MachinePhaseDeleting:
+		r.event(m, corev1.EventTypeNormal, "Phase"+string(p), "Machine %s is %s", m.Name, p)
 	}
-	r.event(m, typ, "Phase"+string(p), "Machine %s is %s", m.Name, p)
 }
 
 // failed reports whether a terminal failure was surfaced on the Machine.

@@ -167,8 +167,7 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 	switch inst.State {
 	case api.StateRunning:
 		if !ptr.Deref(sm.Status.Initialization.Provisioned, false) {
-			sm.Status.Initialization.Provisioned = ptr.To(true)
-			r.event(sm, corev1.EventTypeNormal, "InstanceRunning", "Instance %s is running", inst.InstanceID)
+			sm.Status.Initialization.Provisioned = ptr.To(true) // InstanceCreated told the story; no event per state
 		}
 		setReady(sm, metav1.ConditionTrue, infrav1.InstanceRunningReason, "")
 		return ctrl.Result{RequeueAfter: r.resync()}
