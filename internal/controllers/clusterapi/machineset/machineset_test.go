@@ -200,6 +200,16 @@ func testAdoption(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The manager has seen the orphan (its Machine controller added the finalizer) before the
+	// MachineSet exists; otherwise the MachineSet may create both Machines from a cache that
+	// does not show the orphan yet, and rightly delete one of the three later.
+	e.Eventually(30*time.Second, "orphan seen by the manager", func(ctx context.Context) (bool, string, error) {
+		m := &clusterv1.Machine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ct.NS, Name: "orphan-1"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		return slices.Contains(m.Finalizers, clusterv1.MachineFinalizer), fmt.Sprint(m.Finalizers), nil
+	})
 	ms := ct.MachineSet("ms-adopt", 2, "small")
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
