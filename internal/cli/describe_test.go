@@ -29,7 +29,7 @@ func TestDescribeTree(t *testing.T) {
 			Annotations: map[string]string{clusterv1.PausedAnnotation: ""}}, Spec: clusterv1.MachineSetSpec{ClusterName: "lab", Replicas: ptr.To[int32](1)}}},
 		mapiMachines: map[string]*machinev1beta1.Machine{"workers-a": {ObjectMeta: metav1.ObjectMeta{Name: "workers-a", OwnerReferences: owned("MachineSet", "workers")},
 			Status: machinev1beta1.MachineStatus{AuthoritativeAPI: "MachineAPI", Phase: ptr.To("Running"),
-				NodeRef: &corev1.ObjectReference{Name: "node-a"},
+				NodeRef:    &corev1.ObjectReference{Name: "node-a"},
 				Conditions: []machinev1beta1.Condition{{Type: "Synchronized", Status: corev1.ConditionFalse, Message: "spec.providerSpec.value.region: differs"}}}}},
 		capiMachines: map[string]*clusterv1.Machine{"pool-x1": {ObjectMeta: metav1.ObjectMeta{Name: "pool-x1", OwnerReferences: owned("MachinePool", "pool")},
 			Spec: clusterv1.MachineSpec{ClusterName: "lab"}, Status: clusterv1.MachineStatus{Phase: "Running", NodeRef: clusterv1.MachineNodeReference{Name: "node-p"}}}},
