@@ -2,9 +2,13 @@ package migration
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,13 +67,56 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	if err := s.countMachines(ctx, r.client, r.Namespaces); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.run(ctx, s)
+}
+
+// countMachines counts each side's Machines of the MachineSet and how many of them have a
+// copy on the other side: a MachineSet may change hands only when every Machine it owns is
+// mirrored, or the new side would count too few and create more.
+func (s *machineSetSubject) countMachines(ctx context.Context, c client.Client, ns synccommon.Namespaces) error {
+	var mm machinev1beta1.MachineList
+	if err := c.List(ctx, &mm, client.InNamespace(ns.MachineAPI)); err != nil {
+		return err
+	}
+	var cm clusterv1.MachineList
+	if err := c.List(ctx, &cm, client.InNamespace(ns.ClusterAPI)); err != nil {
+		return err
+	}
+	mapiNames, capiNames := map[string]bool{}, map[string]bool{}
+	for i := range mm.Items {
+		if ref := metav1.GetControllerOf(&mm.Items[i]); ref != nil && ref.UID == s.mapi.UID && mm.Items[i].DeletionTimestamp.IsZero() {
+			mapiNames[mm.Items[i].Name] = true
+		}
+	}
+	for i := range cm.Items {
+		if ref := metav1.GetControllerOf(&cm.Items[i]); s.capi != nil && ref != nil && ref.UID == s.capi.UID && cm.Items[i].DeletionTimestamp.IsZero() {
+			capiNames[cm.Items[i].Name] = true
+		}
+	}
+	s.unmirrored = nil
+	for n := range mapiNames {
+		if !capiNames[n] {
+			s.unmirrored = append(s.unmirrored, "machine.openshift.io/"+n)
+		}
+	}
+	for n := range capiNames {
+		if !mapiNames[n] {
+			s.unmirrored = append(s.unmirrored, "cluster.x-k8s.io/"+n)
+		}
+	}
+	return nil
 }
 
 type machineSetSubject struct {
 	mapi *machinev1beta1.MachineSet
 	capi *clusterv1.MachineSet
 	tmpl *infrav1.SimMachineTemplate
+	// unmirrored lists the MachineSet's Machines that have no copy owned by the other side's
+	// MachineSet yet.
+	unmirrored []string
 }
 
 func (s *machineSetSubject) mapiObject() client.Object { return s.mapi }
@@ -83,7 +130,21 @@ func (s *machineSetSubject) authorities() (machinev1beta1.MachineAuthority, mach
 }
 
 func (s *machineSetSubject) synchronized() (bool, string) {
-	return synchronized(s.mapi.Status.Conditions, s.mapi.Status.SynchronizedGeneration, s.generation(oldSide(s)))
+	if ok, why := synchronized(s.mapi.Status.Conditions, s.mapi.Status.SynchronizedGeneration, s.generation(oldSide(s))); !ok {
+		return ok, why
+	}
+	if len(s.unmirrored) > 0 {
+		sort.Strings(s.unmirrored)
+		return false, fmt.Sprintf("%d Machine(s) not mirrored in both APIs yet: %s", len(s.unmirrored), strings.Join(first(s.unmirrored, 3), ", "))
+	}
+	return true, ""
+}
+
+func first(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
 }
 
 func (s *machineSetSubject) generation(side machinev1beta1.MachineAuthority) int64 {

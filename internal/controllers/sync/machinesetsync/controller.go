@@ -102,7 +102,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
 		base := mapi.DeepCopy()
 		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
-		return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+		return ctrl.Result{}, r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	}
 	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
 		if !capi.DeletionTimestamp.IsZero() {
@@ -122,7 +122,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 		mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 		mapi.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a

@@ -59,7 +59,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-				return ctrl.Result{}, synccommon.IgnoreConflict(err)
+				return ctrl.Result{}, err
 			}
 		}
 	}
@@ -97,7 +97,7 @@ func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, 
 	if !synccommon.SetPaused(existing, paused) {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Patch(ctx, existing, client.MergeFrom(base)))
+	return r.Client.Patch(ctx, existing, client.MergeFrom(base))
 }
 
 // pruneTemplates deletes templates this MachineSet owns that it no longer references and no
@@ -141,7 +141,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
+	return r.Client.Status().Patch(ctx, capi, client.MergeFrom(base))
 }
 
 func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineSet, reason string, errs field.ErrorList, detail error, generation int64) error {
@@ -157,7 +157,7 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 	if !changed {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {

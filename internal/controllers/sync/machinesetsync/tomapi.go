@@ -56,7 +56,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, out.Annotations)
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
 		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, synccommon.IgnoreConflict(err)
+			return ctrl.Result{}, err
 		}
 	}
 	base = mapi.DeepCopy()
@@ -70,5 +70,5 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return ctrl.Result{}, r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

@@ -12,6 +12,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -58,7 +59,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&machinev1beta1.Machine{}, inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
 		Watches(&infrav1.SimMachine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
+		// A Cluster API MachineSet appearing gives the copies of its Machines an owner.
+		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSet), inNS(r.Namespaces.ClusterAPI)).
 		Complete(r)
+}
+
+// machinesOfSet maps a Cluster API MachineSet to the Machine API Machines of its namesake.
+func (r *Reconciler) machinesOfSet(ctx context.Context, o client.Object) []reconcile.Request {
+	var list machinev1beta1.MachineList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespaces.MachineAPI)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "MachineSet" && ref.Name == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // Reconcile decides, from both copies, which rule applies.
@@ -118,7 +136,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 	} else {
 		mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *Reconciler) getMAPI(ctx context.Context, name string) (*machinev1beta1.Machine, error) {

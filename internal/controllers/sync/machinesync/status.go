@@ -11,8 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 )
 
 // MirroredReason marks conditions a paused Cluster API copy carries from the Machine API.
@@ -46,7 +44,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, capi, client.MergeFrom(base)))
+	return r.Client.Status().Patch(ctx, capi, client.MergeFrom(base))
 }
 
 // statusToMAPI reflects the authoritative Cluster API status on the Machine API copy.

@@ -95,7 +95,7 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // upsertInfra creates the InfraMachine or overwrites drift in its spec and labels.
@@ -120,7 +120,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	if equality.Semantic.DeepEqual(base, existing) {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
@@ -181,5 +181,5 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 	if !changed {
 		return nil
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

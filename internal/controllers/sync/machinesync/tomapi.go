@@ -38,7 +38,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	}
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
 		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, synccommon.IgnoreConflict(err)
+			return ctrl.Result{}, err
 		}
 	}
 	base = mapi.DeepCopy()
@@ -48,7 +48,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return ctrl.Result{}, r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // convertToMAPI reads the InfraMachine and converts; on failure it records why and returns nil.
@@ -107,7 +107,7 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 		// Its copy was deleted and the deletion was settled then; nothing left to sync.
 		base := capi.DeepCopy()
 		controllerutil.RemoveFinalizer(capi, synccommon.SyncFinalizer)
-		return ctrl.Result{}, synccommon.IgnoreConflict(client.IgnoreNotFound(r.Client.Patch(ctx, capi, client.MergeFrom(base))))
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, capi, client.MergeFrom(base)))
 	}
 	if !capi.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -130,5 +130,5 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	base := out.DeepCopy()
 	out.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	out.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
-	return ctrl.Result{}, synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, out, client.MergeFrom(base)))
+	return ctrl.Result{}, r.Client.Status().Patch(ctx, out, client.MergeFrom(base))
 }

@@ -126,7 +126,7 @@ func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.Machin
 		mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCStatusAuthoritativeAPIAnnotation: string(want)})
 	}
 	controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
-	return synccommon.IgnoreConflict(r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
@@ -152,7 +152,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-				return synccommon.IgnoreConflict(err)
+				return err
 			}
 		}
 	}
@@ -169,7 +169,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machi
 	mapi.Spec = out.Spec
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) {
 		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return synccommon.IgnoreConflict(err)
+			return err
 		}
 	}
 	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
@@ -183,5 +183,5 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 	if len(errs) > 0 && r.Recorder != nil {
 		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
 	}
-	return synccommon.IgnoreConflict(r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

@@ -11,10 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// IgnoreConflict passes errors through; a conflict reaches the Reconcile wrapper
-// (RequeueOnConflict), which runs the object again on its newer copy without logging an error.
-func IgnoreConflict(err error) error { return err }
-
 // RequeueOnConflict turns an optimistic-lock conflict into a quiet requeue: the reconcile
 // worked from a stale copy and must run again, even if no newer event is on its way.
 func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
@@ -54,7 +50,7 @@ func Release(ctx context.Context, c client.Client, o client.Object, others ...st
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return IgnoreConflict(err)
+	return err
 }
 
 // CopySpec sets dst's spec to src's (both the same Go type with a Spec field).
