@@ -94,23 +94,20 @@ func (s *machineSubject) synchronized() (bool, string) {
 func (s *machineSubject) oldGeneration() int64 { return s.generation(oldSide(s)) }
 
 func (s *machineSubject) generation(side machinev1beta1.MachineAuthority) int64 {
-	if side == machinev1beta1.MachineAuthorityClusterAPI && s.capi != nil {
-		return s.capi.Generation
+	return sideGeneration(side, s.mapi, s.capiObject())
+}
+
+func (s *machineSubject) capiObject() client.Object {
+	if s.capi == nil {
+		return nil
 	}
-	return s.mapi.Generation
+	return s.capi
 }
 
 func (s *machineSubject) setAuthority(ctx context.Context, c client.Client, current, previous machinev1beta1.MachineAuthority, generation int64, cond *machinev1beta1.Condition) error {
-	base := s.mapi.DeepCopy()
-	s.mapi.Status.AuthoritativeAPI = current
-	s.mapi.Status.SynchronizedAPI = machinev1beta1.SynchronizedAPI(previous)
-	if generation > 0 {
-		s.mapi.Status.SynchronizedGeneration = generation
-	}
-	if cond != nil {
-		mapicond.Set(&s.mapi.Status.Conditions, *cond)
-	}
-	return c.Status().Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	st := &s.mapi.Status
+	return patchAuthority(ctx, c, s.mapi, authorityStatus{&st.AuthoritativeAPI, &st.SynchronizedAPI, &st.SynchronizedGeneration, &st.Conditions},
+		current, previous, generation, cond)
 }
 
 func (s *machineSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
@@ -123,13 +120,10 @@ func (s *machineSubject) pauseCAPI(ctx context.Context, c client.Client, paused 
 }
 
 func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
-	if side == machinev1beta1.MachineAuthorityMachineAPI {
-		return mapiPaused(s.mapi.Status.Conditions)
+	if side == machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {
+		return sidePaused(side, s.mapi.Status.Conditions, nil, 0)
 	}
-	if s.capi == nil {
-		return true, ""
-	}
-	return capiPaused(s.capi.Status.Conditions, s.capi.Generation)
+	return sidePaused(side, s.mapi.Status.Conditions, s.capi.Status.Conditions, s.capi.Generation)
 }
 
 // moveFinalizers: the new side's Machine controller finalizer is added (and stored) before

@@ -15,7 +15,6 @@ import (
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/mapicond"
 )
 
 // MachineSetReconciler migrates MachineSets. The Machines of a MachineSet keep their own
@@ -148,23 +147,16 @@ func first(s []string, n int) []string {
 }
 
 func (s *machineSetSubject) generation(side machinev1beta1.MachineAuthority) int64 {
-	if side == machinev1beta1.MachineAuthorityClusterAPI && s.capi != nil {
-		return s.capi.Generation
+	if s.capi == nil {
+		return sideGeneration(side, s.mapi, nil)
 	}
-	return s.mapi.Generation
+	return sideGeneration(side, s.mapi, s.capi)
 }
 
 func (s *machineSetSubject) setAuthority(ctx context.Context, c client.Client, current, previous machinev1beta1.MachineAuthority, generation int64, cond *machinev1beta1.Condition) error {
-	base := s.mapi.DeepCopy()
-	s.mapi.Status.AuthoritativeAPI = current
-	s.mapi.Status.SynchronizedAPI = machinev1beta1.SynchronizedAPI(previous)
-	if generation > 0 {
-		s.mapi.Status.SynchronizedGeneration = generation
-	}
-	if cond != nil {
-		mapicond.Set(&s.mapi.Status.Conditions, *cond)
-	}
-	return c.Status().Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	st := &s.mapi.Status
+	return patchAuthority(ctx, c, s.mapi, authorityStatus{&st.AuthoritativeAPI, &st.SynchronizedAPI, &st.SynchronizedGeneration, &st.Conditions},
+		current, previous, generation, cond)
 }
 
 func (s *machineSetSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
@@ -177,13 +169,10 @@ func (s *machineSetSubject) pauseCAPI(ctx context.Context, c client.Client, paus
 }
 
 func (s *machineSetSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
-	if side == machinev1beta1.MachineAuthorityMachineAPI {
-		return mapiPaused(s.mapi.Status.Conditions)
+	if side == machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {
+		return sidePaused(side, s.mapi.Status.Conditions, nil, 0)
 	}
-	if s.capi == nil {
-		return true, ""
-	}
-	return capiPaused(s.capi.Status.Conditions, s.capi.Generation)
+	return sidePaused(side, s.mapi.Status.Conditions, s.capi.Status.Conditions, s.capi.Generation)
 }
 
 // moveFinalizers: the Machine API MachineSet has no controller finalizer; going back to it,
