@@ -7,6 +7,7 @@ import (
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,83 +157,77 @@ func (ch Checker) CAPIMachineSet(t testing.TB, ms *clusterv1.MachineSet, tmpl cl
 	}
 }
 
+// fixedPoint converts in by there, the result back by back, and that again by again; the
+// second result must equal the first by equal. Nothing may panic, and whatever there accepts
+// must convert back. It returns whether in was accepted.
+func fixedPoint[I, O, B any](t testing.TB, in I, there func(I) (O, field.ErrorList), back func(O) (B, field.ErrorList), again func(B) (O, field.ErrorList), equal func(first, second O) bool) bool {
+	t.Helper()
+	out, errs := there(in)
+	if len(errs) > 0 {
+		// O is a pointer type: a rejected input must give a nil result.
+		var none O
+		if any(out) != any(none) {
+			t.Errorf("errors and a result: %v", errs)
+		}
+		return false
+	}
+	b, errs := back(out)
+	if len(errs) > 0 {
+		t.Errorf("accepted, but its conversion does not convert back: %v\ninput: %s\nvia: %s", errs, mustJSON(in), mustJSON(out))
+		return true
+	}
+	out2, errs := again(b)
+	if len(errs) > 0 {
+		t.Errorf("second conversion failed: %v\nback: %s", errs, mustJSON(b))
+		return true
+	}
+	if !equal(out, out2) {
+		t.Errorf("no fixed point after one round trip\nfirst:  %s\nsecond: %s", mustJSON(out), mustJSON(out2))
+	}
+	return true
+}
+
+func semanticEqual[T any](a, b T) bool { return equality.Semantic.DeepEqual(a, b) }
+
+func (ch Checker) machineToCAPI(m *mapiv1.Machine) (*convert.ClusterAPIMachine, field.ErrorList) {
+	out, _, errs := convert.ToClusterAPIMachine(m, ch.Ctx)
+	return out, errs
+}
+
+func (ch Checker) machineToMAPI(c *convert.ClusterAPIMachine) (*mapiv1.Machine, field.ErrorList) {
+	out, _, errs := convert.ToMachineAPIMachine(c.Machine, c.InfraMachine, ch.Ctx)
+	return out, errs
+}
+
 // StableMAPIMachine checks, for an arbitrary Machine, that conversion does not panic and that
 // whatever the converter accepts converts back and then reaches a fixed point: converting the
 // result again changes nothing. It returns whether in was accepted.
 func (ch Checker) StableMAPIMachine(t testing.TB, in *mapiv1.Machine) bool {
 	t.Helper()
-	capi, _, errs := convert.ToClusterAPIMachine(in, ch.Ctx)
-	if len(errs) > 0 {
-		if capi != nil {
-			t.Errorf("errors and a result: %v", errs)
-		}
-		return false
-	}
-	back, _, errs := convert.ToMachineAPIMachine(capi.Machine, capi.InfraMachine, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("accepted, but its conversion does not convert back: %v\ninput: %s\nvia: %s", errs, mustJSON(in), mustJSON(capi))
-		return true
-	}
-	capi2, _, errs := convert.ToClusterAPIMachine(back, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("second conversion failed: %v\nback: %s", errs, mustJSON(back))
-		return true
-	}
-	if !equality.Semantic.DeepEqual(capi, capi2) {
-		t.Errorf("no fixed point after one round trip\nfirst:  %s\nsecond: %s", mustJSON(capi), mustJSON(capi2))
-	}
-	return true
+	return fixedPoint(t, in, ch.machineToCAPI, ch.machineToMAPI, ch.machineToCAPI, semanticEqual)
 }
 
 // StableMAPIMachineSet is StableMAPIMachine for MachineSets.
 func (ch Checker) StableMAPIMachineSet(t testing.TB, in *mapiv1.MachineSet) bool {
 	t.Helper()
-	capi, _, errs := convert.ToClusterAPIMachineSet(in, ch.Ctx)
-	if len(errs) > 0 {
-		if capi != nil {
-			t.Errorf("errors and a result: %v", errs)
-		}
-		return false
+	toCAPI := func(ms *mapiv1.MachineSet) (*convert.ClusterAPIMachineSet, field.ErrorList) {
+		out, _, errs := convert.ToClusterAPIMachineSet(ms, ch.Ctx)
+		return out, errs
 	}
-	back, _, errs := convert.ToMachineAPIMachineSet(capi.MachineSet, capi.InfraMachineTemplate, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("accepted, but its conversion does not convert back: %v\ninput: %s\nvia: %s", errs, mustJSON(in), mustJSON(capi))
-		return true
+	toMAPI := func(c *convert.ClusterAPIMachineSet) (*mapiv1.MachineSet, field.ErrorList) {
+		out, _, errs := convert.ToMachineAPIMachineSet(c.MachineSet, c.InfraMachineTemplate, ch.Ctx)
+		return out, errs
 	}
-	capi2, _, errs := convert.ToClusterAPIMachineSet(back, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("second conversion failed: %v\nback: %s", errs, mustJSON(back))
-		return true
-	}
-	if !equality.Semantic.DeepEqual(capi, capi2) {
-		t.Errorf("no fixed point after one round trip\nfirst:  %s\nsecond: %s", mustJSON(capi), mustJSON(capi2))
-	}
-	return true
+	return fixedPoint(t, in, toCAPI, toMAPI, toCAPI, semanticEqual)
 }
 
 // StableCAPIMachine is StableMAPIMachine for Cluster API input: no panic, and whatever is
 // accepted converts back and reaches a fixed point.
 func (ch Checker) StableCAPIMachine(t testing.TB, m *clusterv1.Machine, infra client.Object) bool {
 	t.Helper()
-	mapi, _, errs := convert.ToMachineAPIMachine(m, infra, ch.Ctx)
-	if len(errs) > 0 {
-		if mapi != nil {
-			t.Errorf("errors and a result: %v", errs)
-		}
-		return false
+	equal := func(first, second *mapiv1.Machine) bool {
+		return equality.Semantic.DeepEqual(first.ObjectMeta, second.ObjectMeta) && ch.equalMAPISpec(t, &first.Spec, &second.Spec)
 	}
-	capi, _, errs := convert.ToClusterAPIMachine(mapi, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("accepted, but its conversion does not convert back: %v\ninput: %s\n%s\nvia: %s", errs, mustJSON(m), mustJSON(infra), mustJSON(mapi))
-		return true
-	}
-	mapi2, _, errs := convert.ToMachineAPIMachine(capi.Machine, capi.InfraMachine, ch.Ctx)
-	if len(errs) > 0 {
-		t.Errorf("second conversion failed: %v\nvia: %s", errs, mustJSON(capi))
-		return true
-	}
-	if !equality.Semantic.DeepEqual(mapi.ObjectMeta, mapi2.ObjectMeta) || !ch.equalMAPISpec(t, &mapi.Spec, &mapi2.Spec) {
-		t.Errorf("no fixed point after one round trip\nfirst:  %s\nsecond: %s", mustJSON(mapi), mustJSON(mapi2))
-	}
-	return true
+	in := &convert.ClusterAPIMachine{Machine: m, InfraMachine: infra}
+	return fixedPoint(t, in, ch.machineToMAPI, ch.machineToCAPI, ch.machineToMAPI, equal)
 }

@@ -1,14 +1,12 @@
 package aws
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"testing"
 
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -22,26 +20,34 @@ const (
 	cluster = "ci-op-7x2kq-abcde"
 )
 
-// cases per object type and direction in the normal test run.
-var cases = ct.Cases(2000)
+var testCtx = convert.Context{ClusterName: cluster, Platform: Platform{Region: region, CredentialsSecret: DefaultCredentialsSecret}, Namespaces: convert.OpenShiftNamespaces}
 
-var (
-	testPlatform = Platform{Region: region, CredentialsSecret: DefaultCredentialsSecret}
-	testCtx      = convert.Context{ClusterName: cluster, Platform: testPlatform, Namespaces: convert.OpenShiftNamespaces}
-	checker      = ct.Checker{Ctx: testCtx, DecodeProviderSpec: func(v *runtime.RawExtension) (any, error) {
-		var ps mapiv1.AWSMachineProviderConfig
-		err := json.Unmarshal(v.Raw, &ps)
-		return &ps, err
-	}}
-)
-
-func raw(v any) *runtime.RawExtension {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return &runtime.RawExtension{Raw: b}
+var suite = ct.Suite[*mapiv1.AWSMachineProviderConfig, *capav1.AWSMachineSpec]{
+	Checker:            ct.Checker{Ctx: testCtx, DecodeProviderSpec: ct.DecodeJSON[mapiv1.AWSMachineProviderConfig]},
+	ProviderSpec:       genProviderSpec,
+	RandomProviderSpec: randomProviderSpec,
+	ProviderID:         genProviderID,
+	InfraSpec:          genSpec,
+	RandomCAPIMachine:  randomCAPIMachine,
+	MinAcceptedPercent: 5,
+	ProviderSpecSeeds: []string{
+		`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","ami":{"id":"ami-1"},"instanceType":"m6i.xlarge","placement":{"region":"us-east-1","availabilityZone":"us-east-1a"},"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"},"blockDevices":[{"ebs":{"volumeSize":120,"volumeType":"gp3","kmsKey":{"arn":"arn:aws:kms:us-east-1:1:key/x"}}}]}`,
+		`{"ami":{"filters":[{"name":"x"}]},"placement":{"region":"eu-west-1"},"deviceIndex":1}`,
+		`{"blockDevices":[{},{"deviceName":""}],"placement":{"host":{"dedicatedHost":{"allocationStrategy":"Dynamic","id":"h-1"}}}}`,
+		`null`,
+	},
 }
+
+// TestRoundTrip runs the shared round-trip properties (see converttest.Suite) on AWS objects.
+func TestRoundTrip(t *testing.T) { suite.Run(t) }
+
+func FuzzRoundTrip(f *testing.F) { suite.FuzzRoundTrip(f) }
+
+func FuzzProviderSpecBytes(f *testing.F) { suite.FuzzProviderSpecBytes(f) }
+
+func BenchmarkConvert(b *testing.B) { suite.Benchmark(b) }
+
+func genProviderID(g *ct.Gen) string { return ct.Pick(g, "", "aws:///us-east-1a/i-0"+g.Token()) }
 
 func genRef(g *ct.Gen) mapiv1.AWSResourceReference {
 	if g.Maybe() {
@@ -224,51 +230,6 @@ func genSpec(g *ct.Gen) *capav1.AWSMachineSpec {
 	return s
 }
 
-func TestRoundTripMachineAPIMachine(t *testing.T) {
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		checker.MAPIMachine(t, g.MAPIMachine(testCtx, raw(genProviderSpec(g))))
-	}
-}
-
-func TestRoundTripMachineAPIMachineSet(t *testing.T) {
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		checker.MAPIMachineSet(t, g.MAPIMachineSet(testCtx, raw(genProviderSpec(g))))
-	}
-}
-
-func TestRoundTripClusterAPIMachine(t *testing.T) {
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		pid := ct.Pick(g, "", "aws:///us-east-1a/i-0"+g.Token())
-		m := g.CAPIMachine(testCtx, pid)
-		infra := testPlatform.NewInfraMachine(genSpec(g), pid)
-		infra.SetName(m.Name)
-		infra.SetNamespace(m.Namespace)
-		infra.SetLabels(map[string]string{convert.ClusterAPIClusterLabel: cluster})
-		checker.CAPIMachine(t, m, infra)
-	}
-}
-
-func TestRoundTripClusterAPIMachineSet(t *testing.T) {
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		ms := g.CAPIMachineSet(testCtx, "")
-		spec := genSpec(g)
-		name, err := convert.TemplateName(ms.Name, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms.Spec.Template.Spec.InfrastructureRef.Name = name
-		tmpl := testPlatform.NewInfraMachineTemplate(spec)
-		tmpl.SetName(name)
-		tmpl.SetNamespace(ms.Namespace)
-		tmpl.SetLabels(map[string]string{convert.ClusterAPIClusterLabel: cluster})
-		checker.CAPIMachineSet(t, ms, tmpl)
-	}
-}
-
 // randomProviderSpec is an arbitrary providerSpec, nudged half of the time towards values
 // the converter accepts so both outcomes are exercised.
 func randomProviderSpec(g *ct.Gen) *mapiv1.AWSMachineProviderConfig {
@@ -310,105 +271,39 @@ func randomProviderSpec(g *ct.Gen) *mapiv1.AWSMachineProviderConfig {
 	return ok
 }
 
-// TestStableArbitraryInputs feeds arbitrary objects: nothing may panic, and whatever is
-// accepted must convert back and reach a fixed point.
-func TestStableArbitraryInputs(t *testing.T) {
-	accepted := int64(0)
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		var m mapiv1.Machine
-		g.Fill.Fill(&m)
-		if g.Intn(3) > 0 {
-			m = *g.MAPIMachine(testCtx, nil)
-		}
-		m.Spec.ProviderSpec.Value = raw(randomProviderSpec(g))
-		if checker.StableMAPIMachine(t, &m) {
-			accepted++
-		}
-		var ms mapiv1.MachineSet
-		g.Fill.Fill(&ms)
-		if g.Intn(3) > 0 {
-			ms = *g.MAPIMachineSet(testCtx, nil)
-		}
-		ms.Spec.Template.Spec.ProviderSpec.Value = raw(randomProviderSpec(g))
-		if checker.StableMAPIMachineSet(t, &ms) {
-			accepted++
-		}
+// randomCAPIMachine is an arbitrary Cluster API Machine and AWSMachine spec, each nudged
+// most of the time towards values the converter accepts.
+func randomCAPIMachine(g *ct.Gen) (*clusterv1.Machine, *capav1.AWSMachineSpec, string) {
+	var m clusterv1.Machine
+	var spec capav1.AWSMachineSpec
+	g.Fill.Fill(&m)
+	g.Fill.Fill(&spec)
+	pid := genProviderID(g)
+	if g.Intn(3) > 0 {
+		m = *g.CAPIMachine(testCtx, pid)
 	}
-	t.Logf("%d of %d arbitrary objects accepted", accepted, 2*cases)
-	if accepted < cases/20 {
-		t.Errorf("only %d arbitrary objects accepted; the generator no longer exercises conversion", accepted)
-	}
-}
-
-func FuzzRoundTripMachineSet(f *testing.F) {
-	for seed := int64(0); seed < 20; seed++ {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, seed int64) {
-		g := ct.New(seed)
-		checker.MAPIMachineSet(t, g.MAPIMachineSet(testCtx, raw(genProviderSpec(g))))
-		checker.MAPIMachine(t, g.MAPIMachine(testCtx, raw(genProviderSpec(g))))
-	})
-}
-
-// FuzzProviderSpecBytes feeds arbitrary bytes as the providerSpec value.
-func FuzzProviderSpecBytes(f *testing.F) {
-	f.Add([]byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","ami":{"id":"ami-1"},"instanceType":"m6i.xlarge","placement":{"region":"us-east-1","availabilityZone":"us-east-1a"},"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"},"blockDevices":[{"ebs":{"volumeSize":120,"volumeType":"gp3","kmsKey":{"arn":"arn:aws:kms:us-east-1:1:key/x"}}}]}`))
-	f.Add([]byte(`{"ami":{"filters":[{"name":"x"}]},"placement":{"region":"eu-west-1"},"deviceIndex":1}`))
-	f.Add([]byte(`{"blockDevices":[{},{"deviceName":""}],"placement":{"host":{"dedicatedHost":{"allocationStrategy":"Dynamic","id":"h-1"}}}}`))
-	f.Add([]byte(`null`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		g := ct.New(int64(len(b)))
-		m := g.MAPIMachine(testCtx, &runtime.RawExtension{Raw: b})
-		checker.StableMAPIMachine(t, m)
-	})
-}
-
-// TestStableArbitraryClusterAPIInputs is TestStableArbitraryInputs for Cluster API input.
-func TestStableArbitraryClusterAPIInputs(t *testing.T) {
-	accepted := int64(0)
-	for seed := int64(0); seed < cases && !t.Failed(); seed++ {
-		g := ct.New(seed)
-		var m clusterv1.Machine
-		var spec capav1.AWSMachineSpec
-		g.Fill.Fill(&m)
-		g.Fill.Fill(&spec)
-		pid := ct.Pick(g, "", "aws:///us-east-1a/i-0"+g.Token())
-		if g.Intn(3) > 0 {
-			m = *g.CAPIMachine(testCtx, pid)
+	if g.Intn(3) > 0 {
+		// An accepted spec with some arbitrary fields.
+		ok := genSpec(g)
+		switch g.Intn(8) {
+		case 0:
+			ok.AdditionalTags = spec.AdditionalTags
+		case 1:
+			ok.NonRootVolumes, ok.RootVolume = spec.NonRootVolumes, spec.RootVolume
+		case 2:
+			ok.InstanceMetadataOptions = spec.InstanceMetadataOptions
+		case 3:
+			ok.HostID, ok.HostAffinity, ok.DynamicHostAllocation, ok.Tenancy = spec.HostID, spec.HostAffinity, spec.DynamicHostAllocation, spec.Tenancy
+		case 4:
+			ok.AdditionalSecurityGroups, ok.Subnet = spec.AdditionalSecurityGroups, spec.Subnet
+		case 5:
+			ok.Ignition, ok.CloudInit, ok.UncompressedUserData = spec.Ignition, spec.CloudInit, spec.UncompressedUserData
+		case 6:
+			ok.SpotMarketOptions, ok.MarketType, ok.CapacityReservationID = spec.SpotMarketOptions, spec.MarketType, spec.CapacityReservationID
+		case 7:
+			ok.PlacementGroupName, ok.PlacementGroupPartition, ok.NetworkInterfaceType, ok.CPUOptions = spec.PlacementGroupName, spec.PlacementGroupPartition, spec.NetworkInterfaceType, spec.CPUOptions
 		}
-		if g.Intn(3) > 0 {
-			// An accepted spec with some arbitrary fields.
-			ok := genSpec(g)
-			switch g.Intn(8) {
-			case 0:
-				ok.AdditionalTags = spec.AdditionalTags
-			case 1:
-				ok.NonRootVolumes, ok.RootVolume = spec.NonRootVolumes, spec.RootVolume
-			case 2:
-				ok.InstanceMetadataOptions = spec.InstanceMetadataOptions
-			case 3:
-				ok.HostID, ok.HostAffinity, ok.DynamicHostAllocation, ok.Tenancy = spec.HostID, spec.HostAffinity, spec.DynamicHostAllocation, spec.Tenancy
-			case 4:
-				ok.AdditionalSecurityGroups, ok.Subnet = spec.AdditionalSecurityGroups, spec.Subnet
-			case 5:
-				ok.Ignition, ok.CloudInit, ok.UncompressedUserData = spec.Ignition, spec.CloudInit, spec.UncompressedUserData
-			case 6:
-				ok.SpotMarketOptions, ok.MarketType, ok.CapacityReservationID = spec.SpotMarketOptions, spec.MarketType, spec.CapacityReservationID
-			case 7:
-				ok.PlacementGroupName, ok.PlacementGroupPartition, ok.NetworkInterfaceType, ok.CPUOptions = spec.PlacementGroupName, spec.PlacementGroupPartition, spec.NetworkInterfaceType, spec.CPUOptions
-			}
-			spec = *ok
-		}
-		infra := testPlatform.NewInfraMachine(&spec, m.Spec.ProviderID)
-		infra.SetName(m.Spec.InfrastructureRef.Name)
-		if checker.StableCAPIMachine(t, &m, infra) {
-			accepted++
-		}
+		spec = *ok
 	}
-	t.Logf("%d of %d arbitrary objects accepted", accepted, cases)
-	if accepted < cases/20 {
-		t.Errorf("only %d arbitrary objects accepted; the generator no longer exercises conversion", accepted)
-	}
+	return &m, &spec, m.Spec.ProviderID
 }
