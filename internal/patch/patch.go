@@ -33,10 +33,28 @@ func NewHelper(obj client.Object, c client.Client) *Helper {
 // Option changes what Patch writes.
 type Option int
 
-// SkipStatus writes metadata and spec only; status changes wait for a later reconcile that
-// recomputes them. A reconcile that only has to store a finalizer before anything else uses
-// it to save a write.
-const SkipStatus Option = 1
+const (
+	// SkipStatus writes metadata and spec only; status changes wait for a later patch (or a
+	// later reconcile that recomputes them). A reconcile that has to store a finalizer before
+	// anything else uses it to save a write.
+	SkipStatus Option = 1
+	// OwnSpecChange says the status was computed for the spec the reconcile is writing: when
+	// the metadata and spec patch moves metadata.generation on, every observedGeneration in
+	// the status that named the generation the reconcile read is moved on with it. Without
+	// it, the next reconcile would write the status once more only to record the generation
+	// that the reconcile's own spec change (a providerID, say) produced. Optimistic locking
+	// makes this sound: the patch succeeds only if nobody else changed the object meanwhile.
+	OwnSpecChange Option = 2
+)
+
+func has(opts []Option, o Option) bool {
+	for _, x := range opts {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
 
 // Patch writes the differences between the snapshot and obj. obj is updated with the
 // server's answer (new resourceVersion) and keeps the status the reconcile wanted.
@@ -54,14 +72,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 	delete(after, "status")
 	mainChanged := !equality.Semantic.DeepEqual(before, after)
 	statusChanged := !equality.Semantic.DeepEqual(beforeStatus, afterStatus)
-	for _, o := range opts {
-		if o == SkipStatus {
-			statusChanged = false
-		}
-	}
+	skipStatus := has(opts, SkipStatus)
 
 	base := h.before
 	if mainChanged {
+		readGeneration := h.before.GetGeneration()
 		desired := obj.DeepCopyObject().(client.Object)
 		if err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
@@ -69,17 +84,68 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 		// The answer carries the stored status; the base of the status patch is the object
 		// as it is now stored, and obj gets back the status the reconcile wants.
 		base = obj.DeepCopyObject().(client.Object)
+		if g := obj.GetGeneration(); has(opts, OwnSpecChange) && g != readGeneration {
+			advanced, err := advanceObservedGeneration(desired, base, readGeneration, g)
+			if err != nil {
+				return err
+			}
+			statusChanged = statusChanged || advanced
+		}
 		if err := copyStatus(desired, obj); err != nil {
 			return err
 		}
 	}
-	if statusChanged {
+	if statusChanged && !skipStatus {
 		if err := h.c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
+		base = obj
 	}
-	h.before = obj.DeepCopyObject().(client.Object)
+	// The next patch compares with what is stored: a skipped status is still to be written.
+	h.before = base.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// advanceObservedGeneration moves every observedGeneration in desired's status that is from
+// generation to next, and reports whether the status then differs from stored's.
+func advanceObservedGeneration(desired, stored client.Object, from, next int64) (bool, error) {
+	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return false, err
+	}
+	s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(stored)
+	if err != nil {
+		return false, err
+	}
+	st, ok := d["status"]
+	if !ok {
+		return false, nil
+	}
+	bumpGeneration(st, from, next)
+	fresh := reflect.New(reflect.TypeOf(desired).Elem()).Interface()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d, fresh); err != nil {
+		return false, err
+	}
+	reflect.ValueOf(desired).Elem().Set(reflect.ValueOf(fresh).Elem())
+	return !equality.Semantic.DeepEqual(st, s["status"]), nil
+}
+
+// bumpGeneration walks an unstructured value and replaces observedGeneration: from with next.
+func bumpGeneration(v any, from, next int64) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if g, ok := x.(int64); ok && k == "observedGeneration" && g == from {
+				t[k] = next
+				continue
+			}
+			bumpGeneration(x, from, next)
+		}
+	case []any:
+		for _, x := range t {
+			bumpGeneration(x, from, next)
+		}
+	}
 }
 
 // copyStatus sets dst's status to src's.

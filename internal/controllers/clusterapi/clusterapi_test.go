@@ -3,13 +3,9 @@ package clusterapi_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -20,7 +16,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/sim"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachine"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -38,11 +34,7 @@ func TestClusterAPI(t *testing.T) {
 	env = testenv.Start(t, testenv.Options{Groups: clusterapi.GroupName + "," + sim.GroupName,
 		Delays: server.Delays{Pending: 300 * time.Millisecond, ShuttingDown: 300 * time.Millisecond}})
 	e := env
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstrapData, Namespace: ns},
-		Data: map[string][]byte{"value": []byte(userData)}}
-	if err := e.Client.Create(context.Background(), secret); err != nil {
-		t.Fatal(err)
-	}
+	capitest.NewBootstrapData(t, e, bootstrapData, userData)
 	newCluster(t, e, "main", false)
 
 	t.Run("ClusterProvisionsItsInfrastructure", testClusterProvisioned)
@@ -58,43 +50,14 @@ func TestClusterAPI(t *testing.T) {
 	t.Run("ClusterDeletionOrder", testClusterDeletion)
 }
 
-// newCluster creates a Cluster with a SimCluster and the kubeconfig Secret pointing at the
-// (self-hosted) lab, and waits until its infrastructure is provisioned unless paused.
-func newCluster(t *testing.T, e *testenv.Env, name string, paused bool) *clusterv1.Cluster {
-	t.Helper()
-	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{Paused: ptr.To(paused), InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
-	}
-	for _, o := range objs {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl := &clusterv1.Cluster{}
-	if paused {
-		return cl
-	}
-	e.Eventually(60*time.Second, "Cluster "+name+" infrastructure provisioned", func(ctx context.Context) (bool, string, error) {
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
-			return false, err.Error(), nil
-		}
-		return ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false), conds(cl.Status.Conditions), nil
-	})
-	return cl
-}
+// Helpers shared with the other Cluster API controller tests.
+var (
+	newCluster   = capitest.NewCluster
+	waitGone     = capitest.WaitGone
+	conds        = capitest.Conds
+	condition    = capitest.Condition
+	eventReasons = capitest.EventReasons
+)
 
 // newMachine creates a SimMachine and a Machine referencing it; mutate may change the
 // Machine before it is created.
@@ -158,38 +121,6 @@ func waitDeleting(t *testing.T, e *testenv.Env, name, reason string) *clusterv1.
 	})
 }
 
-// waitGone waits until the object no longer exists.
-func waitGone(t *testing.T, e *testenv.Env, obj client.Object, timeout time.Duration) {
-	t.Helper()
-	e.Eventually(timeout, fmt.Sprintf("%T %s deleted", obj, obj.GetName()), func(ctx context.Context) (bool, string, error) {
-		err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return false, fmt.Sprintf("finalizers %v", obj.GetFinalizers()), nil
-	})
-}
-
-// conds formats conditions for failure messages.
-func conds(cs []metav1.Condition) string {
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return "[" + strings.Join(parts, "; ") + "]"
-}
-
-func condition(cs []metav1.Condition, t string) string {
-	c := meta.FindStatusCondition(cs, t)
-	if c == nil {
-		return "<none>"
-	}
-	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
-}
-
 func isTrue(cs []metav1.Condition, t string) bool { return meta.IsStatusConditionTrue(cs, t) }
 
 // instances lists the cloud instances launched for a SimMachine.
@@ -200,30 +131,7 @@ func instances(e *testenv.Env, sm *infrav1.SimMachine) []api.Instance {
 // patchMachine applies mutate to the current Machine with a merge patch.
 func patchMachine(t *testing.T, e *testenv.Env, name string, mutate func(*clusterv1.Machine)) {
 	t.Helper()
-	m, err := getMachine(context.Background(), e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := m.DeepCopy()
-	mutate(m)
-	if err := e.Client.Patch(context.Background(), m, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// eventReasons lists the reasons of the events about an object, oldest first.
-func eventReasons(t *testing.T, e *testenv.Env, name string) []string {
-	t.Helper()
-	var events corev1.EventList
-	if err := e.Client.List(context.Background(), &events, client.InNamespace(ns),
-		client.MatchingFields{"involvedObject.name": name}); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range events.Items {
-		out = append(out, ev.Reason)
-	}
-	return out
+	capitest.Patch(t, e, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, mutate)
 }
 
 // indexOf returns the position of s in list, -1 when absent.

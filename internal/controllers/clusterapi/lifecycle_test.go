@@ -292,6 +292,13 @@ func testRestart(t *testing.T) {
 		n := s.Operations[api.OpRunInstances].Calls
 		return n > before.Operations[api.OpRunInstances].Calls, fmt.Sprintf("%d RunInstances calls", n), nil
 	})
+	// Crash safety: the finalizer was stored before the launch, not with its results.
+	if sm, err := getSimMachine(ctx, e, "restart"); err != nil {
+		t.Fatal(err)
+	} else if !controllerutilHasFinalizer(sm, infrav1.SimMachineFinalizer) || sm.Spec.ProviderID != "" {
+		t.Fatalf("SimMachine during the launch: finalizers %v providerID %q; want the finalizer stored and no providerID yet",
+			sm.Finalizers, sm.Spec.ProviderID)
+	}
 	e.StopManager() // the reconcile that made the call is lost
 	e.StartManager()
 	m := waitPhase(t, e, "restart", clusterv1.MachinePhaseRunning, 90*time.Second)

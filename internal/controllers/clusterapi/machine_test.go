@@ -22,6 +22,7 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/machine"
+	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -193,15 +194,37 @@ func testMachineProvisions(t *testing.T) {
 	}
 	reasons := eventReasons(t, e, "m1")
 	// The story in order: provisioned, linked to its Node, deleting, deleted (happy-path phases
-	// have no event of their own, to keep writes per Machine down).
+	// have no event of their own, to keep writes per Machine down). When one pass saw the
+	// InfraMachine provisioned and the Node, one event tells both.
+	story := []string{"InfrastructureProvisioned", "SuccessfulSetNodeRef", "PhaseDeleting", "Deleted"}
+	if msg := machineEventMessage(t, e, "m1", "SuccessfulSetNodeRef"); strings.Contains(msg, "SimMachine m1 is provisioned") {
+		if i := indexOf(reasons, "InfrastructureProvisioned"); i >= 0 {
+			t.Errorf("InfrastructureProvisioned told twice: %v (SuccessfulSetNodeRef: %s)", reasons, msg)
+		}
+		story = story[1:]
+	}
 	last := -1
-	for _, want := range []string{"InfrastructureProvisioned", "SuccessfulSetNodeRef", "PhaseDeleting", "Deleted"} {
+	for _, want := range story {
 		i := indexOf(reasons, want)
 		if i <= last {
 			t.Errorf("event %s missing or out of order: %v", want, reasons)
 		}
 		last = i
 	}
+}
+
+// machineEventMessage returns the message of the Machine's (first) event with reason.
+func machineEventMessage(t *testing.T, e *testenv.Env, name, reason string) string {
+	t.Helper()
+	var events corev1.EventList
+	if err := e.Client.List(context.Background(), &events, client.InNamespace(ns),
+		client.MatchingFields{"involvedObject.name": name, "involvedObject.kind": "Machine", "reason": reason}); err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) == 0 {
+		return ""
+	}
+	return events.Items[0].Message
 }
 
 var oldMachineGVK = schema.GroupVersionKind{Group: "infrastructure.example.com", Version: "v1alpha1", Kind: "OldMachine"}
@@ -228,6 +251,11 @@ func installCRD(t *testing.T, e *testenv.Env, file string, gvk schema.GroupVersi
 		err := e.Client.List(ctx, u)
 		return err == nil, fmt.Sprint(err), nil
 	})
+	// The provider's rights reach the manager by aggregation (config/rbac).
+	role := lab.ProviderRole("test-provider-"+crd.Name, crd.Spec.Group, crd.Spec.Names.Plural)
+	if err := e.Lab.AggregateToManager(context.Background(), role); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func testV1Beta1Provider(t *testing.T) {
@@ -261,11 +289,21 @@ func testV1Beta1Provider(t *testing.T) {
 		t.Fatalf("InfrastructureReady before status.ready: %s", condition(m.Status.Conditions, clusterv1.MachineInfrastructureReadyCondition))
 	}
 
-	// Play the provider: the instance is ready (v1beta1: status.ready, spec.failureDomain).
+	// Play the provider: the instance exists (spec.providerID, v1beta1 spec.failureDomain) but
+	// is not ready. The Machine takes the failure domain; the providerID comes with ready, as
+	// the contract has it.
 	playProvider(t, e, om, func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "example://old1", "spec", "providerID")
 		_ = unstructured.SetNestedField(u.Object, "zone-x", "spec", "failureDomain")
-	}, func(u *unstructured.Unstructured) {
+	}, nil)
+	m = waitMachine(t, e, "old1", "failure domain from the OldMachine", 30*time.Second, func(m *clusterv1.Machine) bool {
+		return m.Status.FailureDomain == "zone-x"
+	})
+	if m.Spec.ProviderID != "" || m.Status.Phase != string(clusterv1.MachinePhaseProvisioning) {
+		t.Errorf("before status.ready: providerID %q phase %q; want no providerID, Provisioning", m.Spec.ProviderID, m.Status.Phase)
+	}
+	// The instance is ready (v1beta1: status.ready).
+	playProvider(t, e, om, nil, func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "InternalIP", "address": "10.9.8.7"}}, "status", "addresses")
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "severity": ""}}, "status", "conditions")

@@ -57,7 +57,6 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinesets;machinedeployments;machinepools,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev,resources=*,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // SetupWithManager registers the controller. Descendants (Machines and their sets and pools)

@@ -58,7 +58,6 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev;bootstrap.cluster.x-k8s.io,resources=*,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -112,7 +111,8 @@ func (r *Reconciler) clusterToMachines(ctx context.Context, o client.Object) []r
 }
 
 // Reconcile is one pass over a Machine: paused gate, finalizer, then the normal or deletion
-// steps. Every change to the Machine is persisted by one patch at the end.
+// steps. Every change to the Machine is persisted at the end: one patch for metadata and
+// spec, one for status, each only when something changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &clusterv1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
@@ -121,7 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(m, r.Client)
 	defer func() {
 		m.Status.ObservedGeneration = m.Generation
-		helper.Finish(ctx, m, &res, &retErr)
+		// The status is computed for the spec this pass writes (spec.providerID): it is
+		// stored with the generation that write produces, in the same status patch.
+		helper.Finish(ctx, m, &res, &retErr, patch.OwnSpecChange)
 	}()
 
 	cluster := &clusterv1.Cluster{}
@@ -143,31 +145,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", m.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	changed := ensureClusterLink(m, cluster)
-	if controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer) || changed {
-		// Storing the finalizer and the label brings the Machine back through its watch.
-		return ctrl.Result{}, nil
-	}
+	// Machines from a MachineSet are born with the finalizer and the cluster link. Others get
+	// them here, stored by the same patch as this pass's first results: this controller
+	// creates nothing outside the API before that patch (it only takes ownership of the
+	// InfraMachine and bootstrap config, which garbage collection would clean up), so there
+	// is nothing the finalizer must guard yet.
+	ensureClusterLink(m, cluster)
+	controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer)
 	return r.reconcileNormal(ctx, m, cluster)
 }
 
 // ensureClusterLink sets the cluster-name label and, when the Machine has no other owner,
 // an owner reference to its Cluster.
-func ensureClusterLink(m *clusterv1.Machine, cluster *clusterv1.Cluster) bool {
-	changed := false
+func ensureClusterLink(m *clusterv1.Machine, cluster *clusterv1.Cluster) {
 	if m.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
 		if m.Labels == nil {
 			m.Labels = map[string]string{}
 		}
 		m.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		changed = true
 	}
 	if len(m.OwnerReferences) == 0 {
 		gvk := clusterv1.GroupVersion.WithKind("Cluster")
 		m.OwnerReferences = append(m.OwnerReferences, metaOwnerRef(gvk.GroupVersion().String(), gvk.Kind, cluster.Name, cluster.UID))
-		changed = true
 	}
-	return changed
 }
 
 func (r *Reconciler) resync() time.Duration {

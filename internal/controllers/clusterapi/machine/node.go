@@ -79,10 +79,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, m *clusterv1.Machine, cl
 			"waiting for a Node with spec.providerID "+m.Spec.ProviderID)
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	if m.Status.NodeRef.Name != node.Name {
-		m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node.Name}
-		r.event(m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s", m.Name, node.Name)
-	}
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node.Name}
 	info := node.Status.NodeInfo
 	m.Status.NodeInfo = &info
 	if err := syncNode(ctx, wc, m, cluster, node); err != nil {

@@ -21,6 +21,7 @@ import (
 // infrastructure, then the Node. Each step records its state in a condition; the phase and
 // the Ready summary are derived from them at the end.
 func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	wasProvisioned, oldNode := isProvisioned(m), m.Status.NodeRef.Name
 	setCondition(m, clusterv1.MachineDeletingCondition, metav1.ConditionFalse, clusterv1.MachineNotDeletingReason, "")
 	var results []ctrl.Result
 	var errs []error
@@ -35,6 +36,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 	}
 	r.updatePhase(m)
 	setReady(m)
+	r.progressEvent(m, wasProvisioned, oldNode)
 	if len(errs) > 0 {
 		return ctrl.Result{}, errs[0]
 	}
@@ -139,9 +141,11 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.M
 	}
 	if infra.Provisioned("provisioned") && !isProvisioned(m) {
 		m.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-		r.event(m, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
 	}
-	if pid := infra.ProviderID(); pid != "" && m.Spec.ProviderID == "" {
+	// As the contract has it, spec.providerID is taken once the InfraMachine reports
+	// provisioned: a provider stores its providerID before (or with) that flag, and reading
+	// it earlier would cost the Machine a spec and status write per provider step.
+	if pid := infra.ProviderID(); pid != "" && m.Spec.ProviderID == "" && isProvisioned(m) {
 		m.Spec.ProviderID = pid
 	}
 	if addrs := infra.Addresses(); len(addrs) > 0 && !equality.Semantic.DeepEqual(addrs, m.Status.Addresses) {
@@ -155,6 +159,23 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.M
 	mirrorInfraReady(m, infra)
 	// The InfraMachine's changes are watched: no requeue needed.
 	return ctrl.Result{}, nil
+}
+
+// progressEvent tells a new Machine's story with one event per pass: its InfraMachine was
+// provisioned, it found its Node, or both at once (one event, not two).
+func (r *Reconciler) progressEvent(m *clusterv1.Machine, wasProvisioned bool, oldNode string) {
+	ref := m.Spec.InfrastructureRef
+	provisioned := isProvisioned(m) && !wasProvisioned
+	node := m.Status.NodeRef.Name
+	switch {
+	case node != "" && node != oldNode && provisioned:
+		r.event(m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "%s %s is provisioned (providerID %s) and Machine %s has Node %s",
+			ref.Kind, ref.Name, m.Spec.ProviderID, m.Name, node)
+	case node != "" && node != oldNode:
+		r.event(m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s", m.Name, node)
+	case provisioned:
+		r.event(m, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+	}
 }
 
 // mirrorInfraReady sets InfrastructureReady from the InfraMachine's Ready condition, or from

@@ -3,6 +3,7 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
+	"github.com/machina-dev/machina/internal/gate"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,10 +32,12 @@ type target struct {
 }
 
 // skipRemediation reports whether the Machine opted out of remediation: the
-// skip-remediation annotation, or the paused annotation.
+// skip-remediation annotation, or the paused annotation — unless the pause only marks the
+// mirror of a Machine the Machine API owns, whose remediation the sync carries over to the
+// Machine API (gate.PausedAsMirror).
 func (t *target) skipRemediation() bool {
 	_, skip := t.machine.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-	_, paused := t.machine.Annotations[clusterv1.PausedAnnotation]
+	paused := gate.HasPausedAnnotation(t.machine) && !gate.PausedAsMirror(t.machine)
 	return skip || paused
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/clusterapi"
 	ct "github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/sim"
+	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -348,6 +349,11 @@ func remediationCRDs(t *testing.T, e *testenv.Env) {
 			err := e.Client.List(ctx, list)
 			return err == nil, fmt.Sprint(err), nil
 		})
+	}
+	// The remediation provider's rights reach the manager by aggregation (config/rbac).
+	role := lab.ProviderRole("remediation-example-com", "remediation.example.com", "simremediations", "simremediationtemplates")
+	if err := e.Lab.AggregateToManager(context.Background(), role); err != nil {
+		t.Fatal(err)
 	}
 }
 

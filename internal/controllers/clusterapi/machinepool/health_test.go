@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 )
 
 // testHealthCheck (R2): a MachineHealthCheck selects a pool's Machines by the pool-name
@@ -58,13 +59,13 @@ func testHealthCheck(t *testing.T) {
 			sawRemediation = true
 		}
 		return false, fmt.Sprintf("deleting %v %s %s", !m.DeletionTimestamp.IsZero(),
-			condition(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition),
-			condition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)), nil
+			capitest.Condition(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition),
+			capitest.Condition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)), nil
 	})
 	if st := instanceOf(t, e, sick.Spec.ProviderID).State; st != api.StateTerminated && st != api.StateShuttingDown {
 		t.Errorf("instance of the remediated Machine is %s", st)
 	}
-	if ev := eventsFor(t, e, sick.Name); !sawRemediation && !contains(ev, "MachineRemediated") {
+	if ev := capitest.EventReasons(t, e, sick.Name); !sawRemediation && !contains(ev, "MachineRemediated") {
 		t.Errorf("no sign of the pool's remediation: events %v", ev)
 	}
 	after := waitPool(t, e, "mh", 2, 90*time.Second)

@@ -3,14 +3,11 @@ package machinepool_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,50 +16,22 @@ import (
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
 const (
-	ns            = "default"
+	ns            = capitest.NS
 	clusterName   = "pools"
 	bootstrapData = "pool-bootstrap"
 )
 
-// newCluster creates a Cluster with a SimCluster and the kubeconfig Secret pointing at the
-// (self-hosted) lab, plus the pools' bootstrap data Secret, and waits until the Cluster's
-// infrastructure is provisioned.
+// newCluster creates the pools' bootstrap data Secret and their Cluster, and waits until the
+// Cluster's infrastructure is provisioned.
 func newCluster(t *testing.T, e *testenv.Env) {
 	t.Helper()
-	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstrapData, Namespace: ns},
-			Data: map[string][]byte{"value": []byte("#!/bin/sh\necho shared by the pool\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(clusterName), Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: clusterName}},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns},
-			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: clusterName}}},
-	}
-	for _, o := range objs {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.Eventually(60*time.Second, "Cluster infrastructure provisioned", func(ctx context.Context) (bool, string, error) {
-		cl := &clusterv1.Cluster{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cl); err != nil {
-			return false, err.Error(), nil
-		}
-		return ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false), conds(cl.Status.Conditions), nil
-	})
+	capitest.NewBootstrapData(t, e, bootstrapData, "#!/bin/sh\necho shared by the pool\n")
+	capitest.NewCluster(t, e, clusterName, false)
 }
 
 // newPool creates a SimMachinePool and its MachinePool.
@@ -130,14 +99,14 @@ func describe(ms []clusterv1.Machine, mp *clusterv1.MachinePool) string {
 	for _, m := range ms {
 		s := m.Name + ":" + m.Status.Phase
 		if !m.DeletionTimestamp.IsZero() {
-			s += "(deleting " + condition(m.Status.Conditions, clusterv1.MachineDeletingCondition) + ")"
+			s += "(deleting " + capitest.Condition(m.Status.Conditions, clusterv1.MachineDeletingCondition) + ")"
 		} else if !running(&m) {
-			s += "(" + condition(m.Status.Conditions, clusterv1.MachineReadyCondition) + ")"
+			s += "(" + capitest.Condition(m.Status.Conditions, clusterv1.MachineReadyCondition) + ")"
 		}
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("machines [%s]; pool phase %s replicas %d ready %d %s", strings.Join(parts, ", "), mp.Status.Phase,
-		ptr.Deref(mp.Status.Replicas, -1), ptr.Deref(mp.Status.ReadyReplicas, -1), conds(mp.Status.Conditions))
+		ptr.Deref(mp.Status.Replicas, -1), ptr.Deref(mp.Status.ReadyReplicas, -1), capitest.Conds(mp.Status.Conditions))
 }
 
 // group returns the pool's scaling group.
@@ -170,46 +139,8 @@ func instanceOf(t *testing.T, e *testenv.Env, providerID string) api.Instance {
 
 func setReplicas(t *testing.T, e *testenv.Env, pool string, n int32) {
 	t.Helper()
-	mp := &clusterv1.MachinePool{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pool}, mp); err != nil {
-		t.Fatal(err)
-	}
-	base := mp.DeepCopy()
-	mp.Spec.Replicas = ptr.To(n)
-	if err := e.Client.Patch(context.Background(), mp, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitGone waits until the object no longer exists.
-func waitGone(t *testing.T, e *testenv.Env, obj client.Object, timeout time.Duration) {
-	t.Helper()
-	e.Eventually(timeout, fmt.Sprintf("%T %s deleted", obj, obj.GetName()), func(ctx context.Context) (bool, string, error) {
-		err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return false, fmt.Sprintf("finalizers %v", obj.GetFinalizers()), nil
-	})
-}
-
-func conds(cs []metav1.Condition) string {
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return "[" + strings.Join(parts, "; ") + "]"
-}
-
-func condition(cs []metav1.Condition, t string) string {
-	c := meta.FindStatusCondition(cs, t)
-	if c == nil {
-		return "<none>"
-	}
-	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+	mp := &clusterv1.MachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pool}}
+	capitest.Patch(t, e, mp, func(mp *clusterv1.MachinePool) { mp.Spec.Replicas = ptr.To(n) })
 }
 
 func names(ms []clusterv1.Machine) map[string]bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/sim"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachine"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinepool"
@@ -71,8 +72,8 @@ func testMachinePerInstance(t *testing.T) {
 		if m.Spec.InfrastructureRef.Kind != "SimMachine" || m.Spec.Bootstrap.ConfigRef.IsDefined() || ptr.Deref(m.Spec.Bootstrap.DataSecretName, "x") != "" {
 			t.Errorf("Machine %s: infrastructureRef %+v bootstrap %+v", m.Name, m.Spec.InfrastructureRef, m.Spec.Bootstrap)
 		}
-		if !strings.HasPrefix(condition(m.Status.Conditions, clusterv1.MachineBootstrapConfigReadyCondition), "True/") {
-			t.Errorf("Machine %s BootstrapConfigReady %s", m.Name, condition(m.Status.Conditions, clusterv1.MachineBootstrapConfigReadyCondition))
+		if !strings.HasPrefix(capitest.Condition(m.Status.Conditions, clusterv1.MachineBootstrapConfigReadyCondition), "True/") {
+			t.Errorf("Machine %s BootstrapConfigReady %s", m.Name, capitest.Condition(m.Status.Conditions, clusterv1.MachineBootstrapConfigReadyCondition))
 		}
 		if m.Labels["pool"] != "r1" || m.Status.NodeRef.Name == "" {
 			t.Errorf("Machine %s labels %v nodeRef %v", m.Name, m.Labels, m.Status.NodeRef)
@@ -113,7 +114,7 @@ func testMachinePerInstance(t *testing.T) {
 		t.Errorf("SimMachinePool kind %q owners %v", smp.Status.InfrastructureMachineKind, smp.OwnerReferences)
 	}
 
-	if ev := eventsFor(t, e, "r1"); contains(ev, "LaunchTemplateUpdated") || g.LaunchTemplateVersion != 1 {
+	if ev := capitest.EventReasons(t, e, "r1"); contains(ev, "LaunchTemplateUpdated") || g.LaunchTemplateVersion != 1 {
 		t.Errorf("an unchanged template was updated: version %d, events %v", g.LaunchTemplateVersion, ev)
 	}
 
@@ -139,8 +140,8 @@ func testMachinePerInstance(t *testing.T) {
 	if err := e.Client.Delete(ctx, &victim); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, e, &victim, 60*time.Second)
-	waitGone(t, e, sm, 30*time.Second)
+	capitest.WaitGone(t, e, &victim, 60*time.Second)
+	capitest.WaitGone(t, e, sm, 30*time.Second)
 	if st := instanceOf(t, e, victim.Spec.ProviderID).State; st != api.StateTerminated && st != api.StateShuttingDown {
 		t.Errorf("instance of the deleted Machine is %s", st)
 	}
@@ -160,8 +161,8 @@ func testVanishedInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dangling Machine and SimMachine go (without waiting on a drain), a replacement comes.
-	waitGone(t, e, &lost, 60*time.Second)
-	waitGone(t, e, &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lost.Spec.InfrastructureRef.Name}}, 30*time.Second)
+	capitest.WaitGone(t, e, &lost, 60*time.Second)
+	capitest.WaitGone(t, e, &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lost.Spec.InfrastructureRef.Name}}, 30*time.Second)
 	after := waitPool(t, e, "r1", 2, 90*time.Second)
 	if names(after)[lost.Name] || !names(after)[ms[0].Name] {
 		t.Errorf("after losing %s the pool has %v", lost.Name, names(after))
@@ -189,7 +190,7 @@ func testScaleDown(t *testing.T) {
 	}
 	launchedBefore := e.Server.Stats().InstancesLaunchedByGroups
 	setReplicas(t, e, "sd", 2)
-	waitGone(t, e, &chosen, 60*time.Second)
+	capitest.WaitGone(t, e, &chosen, 60*time.Second)
 	after := waitPool(t, e, "sd", 2, 60*time.Second)
 	if names(after)[chosen.Name] || !names(after)[ms[0].Name] || !names(after)[ms[2].Name] {
 		t.Errorf("scale down removed the wrong Machine: before %v, chosen %s, after %v", names(ms), chosen.Name, names(after))
@@ -205,7 +206,7 @@ func testScaleDown(t *testing.T) {
 		t.Errorf("scaling down launched %d instance(s)", n)
 	}
 	// The Machine's deletion went through the drain and the pool's hook.
-	events := eventsFor(t, e, chosen.Name)
+	events := capitest.EventReasons(t, e, chosen.Name)
 	if !slices.Contains(events, "InstanceTerminatedInGroup") || !slices.Contains(events, "SuccessfulDrainNode") {
 		t.Errorf("events of %s: %v", chosen.Name, events)
 	}
@@ -222,7 +223,7 @@ func testPaused(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "paused"}, mp); err != nil {
 			return false, err.Error(), nil
 		}
-		return strings.HasPrefix(condition(mp.Status.Conditions, clusterv1.PausedCondition), "True/"), conds(mp.Status.Conditions), nil
+		return strings.HasPrefix(capitest.Condition(mp.Status.Conditions, clusterv1.PausedCondition), "True/"), capitest.Conds(mp.Status.Conditions), nil
 	})
 	time.Sleep(3 * time.Second)
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "paused"}, mp); err != nil {
@@ -253,9 +254,9 @@ func testPoolDeletion(t *testing.T) {
 	if err := e.Client.Delete(ctx, mp); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, e, mp, 60*time.Second)
-	waitGone(t, e, &infrav1.SimMachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}}, 10*time.Second)
-	waitGone(t, e, &ms[0], 10*time.Second)
+	capitest.WaitGone(t, e, mp, 60*time.Second)
+	capitest.WaitGone(t, e, &infrav1.SimMachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}}, 10*time.Second)
+	capitest.WaitGone(t, e, &ms[0], 10*time.Second)
 	if _, err := e.Cloud.GetScalingGroup(ctx, g.ScalingGroupID); err == nil {
 		t.Errorf("scaling group %s still exists", g.ScalingGroupID)
 	}

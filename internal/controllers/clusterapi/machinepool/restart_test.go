@@ -17,6 +17,7 @@ import (
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinepool"
 )
 
@@ -100,7 +101,7 @@ func testRestartDuringScaleDown(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&victim), m); err != nil {
 			return false, err.Error(), nil
 		}
-		c := condition(m.Status.Conditions, clusterv1.MachineDeletingCondition)
+		c := capitest.Condition(m.Status.Conditions, clusterv1.MachineDeletingCondition)
 		return m.Annotations[simmachinepool.HookAnnotation] != "" && strings.Contains(c, "cannot be evicted"), c, nil
 	})
 	e.StopManager()
@@ -109,7 +110,7 @@ func testRestartDuringScaleDown(t *testing.T) {
 	}
 	launched := e.Server.Stats().InstancesLaunchedByGroups
 	e.StartManager()
-	waitGone(t, e, &victim, 60*time.Second)
+	capitest.WaitGone(t, e, &victim, 60*time.Second)
 	after := waitPool(t, e, "rs", 1, 60*time.Second)
 	if after[0].Name != ms[1].Name {
 		t.Errorf("kept %s, want %s", after[0].Name, ms[1].Name)

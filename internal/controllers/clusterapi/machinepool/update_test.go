@@ -19,8 +19,8 @@ import (
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinepool"
-	"github.com/machina-dev/machina/internal/testenv"
 )
 
 // testDrain: deleting a MachinePool Machine drains its Node like any Machine's; a
@@ -61,7 +61,7 @@ func testDrain(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&m), cur); err != nil {
 			return false, err.Error(), nil
 		}
-		c := condition(cur.Status.Conditions, clusterv1.MachineDeletingCondition)
+		c := capitest.Condition(cur.Status.Conditions, clusterv1.MachineDeletingCondition)
 		return strings.Contains(c, "DrainingNode") && strings.Contains(c, "cannot be evicted"), c, nil
 	})
 	time.Sleep(2 * time.Second)
@@ -83,14 +83,14 @@ func testDrain(t *testing.T) {
 	if err := e.Client.Delete(ctx, pdb); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, e, &m, 60*time.Second)
+	capitest.WaitGone(t, e, &m, 60*time.Second)
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the pod should have been evicted: %v", err)
 	}
 	if st := instanceOf(t, e, m.Spec.ProviderID).State; st != api.StateTerminated && st != api.StateShuttingDown {
 		t.Errorf("instance after the Machine's deletion is %s", st)
 	}
-	if ev := eventsFor(t, e, m.Name); !contains(ev, "SuccessfulDrainNode") {
+	if ev := capitest.EventReasons(t, e, m.Name); !contains(ev, "SuccessfulDrainNode") {
 		t.Errorf("events of %s: %v", m.Name, ev)
 	}
 	// A Machine deleted by hand is replaced by the group.
@@ -173,7 +173,7 @@ func testRollingUpdate(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("during the rollout: at least %d ready Machines, at most %d Machines", minReady, maxMachines)
-	if n := count(eventsFor(t, e, "ru"), "LaunchTemplateUpdated"); n != 1 || group(t, e, "ru").LaunchTemplateVersion != 2 {
+	if n := count(capitest.EventReasons(t, e, "ru"), "LaunchTemplateUpdated"); n != 1 || group(t, e, "ru").LaunchTemplateVersion != 2 {
 		t.Errorf("%d LaunchTemplateUpdated events, template version %d: want exactly one update", n, group(t, e, "ru").LaunchTemplateVersion)
 	}
 	if minReady < 2 {
@@ -222,21 +222,6 @@ func testScaleOnly(t *testing.T) {
 	if g := group(t, e, "so"); g.DesiredCapacity != 1 || len(g.Instances) != 1 || g.Instances[0].ProviderID != after[0].Spec.ProviderID {
 		t.Errorf("group desired %d members %+v, Machine %s", g.DesiredCapacity, g.Instances, after[0].Spec.ProviderID)
 	}
-}
-
-// eventsFor lists the reasons of the events about an object.
-func eventsFor(t *testing.T, e *testenv.Env, name string) []string {
-	t.Helper()
-	var events corev1.EventList
-	if err := e.Client.List(context.Background(), &events, client.InNamespace(ns),
-		client.MatchingFields{"involvedObject.name": name}); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range events.Items {
-		out = append(out, ev.Reason)
-	}
-	return out
 }
 
 func contains(list []string, s string) bool {

@@ -64,7 +64,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status;machinesets/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;infrastructure.machina.dev;bootstrap.cluster.x-k8s.io,resources=*,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 func (r *Reconciler) init() {
@@ -255,9 +254,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 		r.event(ms, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 		return ctrl.Result{}, nil
 	}
-	machines, err := r.ownedMachines(ctx, ms)
+	machines, complete, err := r.ownedMachines(ctx, ms)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if !complete {
+		// An orphan changed under the adoption: counting without it would create a Machine
+		// too many (and delete one again once it is adopted).
+		return ctrl.Result{Requeue: true}, nil
 	}
 	var errs []error
 	var scaleErr error

@@ -47,15 +47,18 @@ func validate(ms *clusterv1.MachineSet) error {
 }
 
 // ownedMachines returns the MachineSet's Machines, adopting orphans of its Cluster that its
-// selector matches.
-func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet) ([]*clusterv1.Machine, error) {
+// selector matches. complete is false when an orphan could not be adopted because the cached
+// copy was stale: the list then lacks a Machine that is the MachineSet's to count, and no
+// scaling decision may be made from it.
+func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet) (machines []*clusterv1.Machine, complete bool, err error) {
 	// The cached objects are shared, not copied (a large MachineSet is listed on every
 	// Machine event): anything that changes a Machine copies it first.
 	var list clusterv1.MachineList
 	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []*clusterv1.Machine
+	complete = true
 	for i := range list.Items {
 		m := &list.Items[i]
 		ref := metav1.GetControllerOf(m)
@@ -65,15 +68,19 @@ func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet
 		case ref == nil && m.DeletionTimestamp.IsZero() && selects(ms, m):
 			m = m.DeepCopy()
 			if err := r.adopt(ctx, ms, m); err != nil {
-				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-					continue // a fresh read next time decides again
+				switch {
+				case apierrors.IsNotFound(err):
+					continue // gone meanwhile
+				case apierrors.IsConflict(err):
+					complete = false // a fresh read next time decides again
+					continue
 				}
-				return nil, err
+				return nil, false, err
 			}
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out, complete, nil
 }
 
 // adopt makes the MachineSet the controller of an orphan Machine. The Machine's existing
@@ -200,6 +207,10 @@ func newMachine(ms *clusterv1.MachineSet, infra, boot *cloneSource) *clusterv1.M
 			Labels:          copyMap(t.Labels),
 			Annotations:     copyMap(t.Annotations),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(ms)},
+			// Born with the Machine controller's finalizer: that controller then has no
+			// metadata write of its own to make, and a Machine deleted before it was ever
+			// reconciled still goes through its deletion steps.
+			Finalizers: []string{clusterv1.MachineFinalizer},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}

@@ -1,7 +1,7 @@
-// Package capitest holds what the integration tests of the Cluster API MachineSet and
-// MachineHealthCheck controllers share: a lab with a provisioned Cluster (SimCluster and
-// kubeconfig Secret pointing at the lab itself), SimMachineTemplates, MachineSets, and ways
-// to wait on their Machines.
+// Package capitest holds what the integration tests of the Cluster API controllers share: a
+// lab with a provisioned Cluster (SimCluster and kubeconfig Secret pointing at the lab
+// itself), SimMachineTemplates, MachineSets, ways to wait on their Machines, and small
+// helpers for patching objects, waiting for deletion and formatting conditions and events.
 package capitest
 
 import (
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -32,9 +33,27 @@ const (
 	BootstrapData = "bootstrap-data"
 )
 
-// SetupCluster creates the bootstrap data Secret, the kubeconfig Secret, a SimCluster and
-// a Cluster, and waits until the Cluster's infrastructure is provisioned.
+// SetupCluster creates the bootstrap data Secret and the Cluster named Cluster (see
+// NewCluster), and waits until the Cluster's infrastructure is provisioned.
 func SetupCluster(t testing.TB, e *testenv.Env) *clusterv1.Cluster {
+	t.Helper()
+	NewBootstrapData(t, e, BootstrapData, "#!/bin/sh\necho hello\n")
+	return NewCluster(t, e, Cluster, false)
+}
+
+// NewBootstrapData creates a bootstrap data Secret holding value.
+func NewBootstrapData(t testing.TB, e *testenv.Env, name, value string) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NS},
+		Data: map[string][]byte{"value": []byte(value)}}
+	if err := e.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NewCluster creates a Cluster with a SimCluster and the kubeconfig Secret pointing at the
+// (self-hosted) lab, and unless paused waits until its infrastructure is provisioned.
+func NewCluster(t testing.TB, e *testenv.Env, name string, paused bool) *clusterv1.Cluster {
 	t.Helper()
 	ctx := context.Background()
 	kubeconfig, err := os.ReadFile(e.Lab.KubeconfigPath)
@@ -42,17 +61,15 @@ func SetupCluster(t testing.TB, e *testenv.Env) *clusterv1.Cluster {
 		t.Fatal(err)
 	}
 	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: BootstrapData, Namespace: NS},
-			Data: map[string][]byte{"value": []byte("#!/bin/sh\necho hello\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(Cluster), Namespace: NS,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: Cluster}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: NS,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: Cluster, Namespace: NS,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: Cluster}},
+		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NS,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: Cluster, Namespace: NS},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: Cluster}}},
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NS},
+			Spec: clusterv1.ClusterSpec{Paused: ptr.To(paused), InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
 	}
 	for _, o := range objs {
 		if err := e.Client.Create(ctx, o); err != nil {
@@ -60,8 +77,11 @@ func SetupCluster(t testing.TB, e *testenv.Env) *clusterv1.Cluster {
 		}
 	}
 	cl := &clusterv1.Cluster{}
-	e.Eventually(60*time.Second, "Cluster infrastructure provisioned", func(ctx context.Context) (bool, string, error) {
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: NS, Name: Cluster}, cl); err != nil {
+	if paused {
+		return cl
+	}
+	e.Eventually(60*time.Second, "Cluster "+name+" infrastructure provisioned", func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: NS, Name: name}, cl); err != nil {
 			return false, err.Error(), nil
 		}
 		return ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false), Conds(cl.Status.Conditions), nil
@@ -151,15 +171,52 @@ func Scale(t testing.TB, e *testenv.Env, ms *clusterv1.MachineSet, n int32) {
 // PatchMachineSet applies mutate to the current MachineSet with a merge patch.
 func PatchMachineSet(t testing.TB, e *testenv.Env, ms *clusterv1.MachineSet, mutate func(*clusterv1.MachineSet)) {
 	t.Helper()
+	Patch(t, e, ms, mutate)
+}
+
+// Patch reads the current state of obj (by its namespace and name) into obj, applies mutate
+// and writes the change with a merge patch.
+func Patch[T client.Object](t testing.TB, e *testenv.Env, obj T, mutate func(T)) {
+	t.Helper()
 	ctx := context.Background()
-	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ms), ms); err != nil {
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatal(err)
 	}
-	base := ms.DeepCopy()
-	mutate(ms)
-	if err := e.Client.Patch(ctx, ms, client.MergeFrom(base)); err != nil {
+	base := obj.DeepCopyObject().(client.Object)
+	mutate(obj)
+	if err := e.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// WaitGone waits until the object no longer exists.
+func WaitGone(t testing.TB, e *testenv.Env, obj client.Object, timeout time.Duration) {
+	t.Helper()
+	e.Eventually(timeout, fmt.Sprintf("%T %s deleted", obj, obj.GetName()), func(ctx context.Context) (bool, string, error) {
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return false, fmt.Sprintf("finalizers %v", obj.GetFinalizers()), nil
+	})
+}
+
+// EventReasons lists the reasons of the events about the objects called name, oldest first.
+func EventReasons(t testing.TB, e *testenv.Env, name string) []string {
+	t.Helper()
+	var events corev1.EventList
+	if err := e.Client.List(context.Background(), &events, client.InNamespace(NS),
+		client.MatchingFields{"involvedObject.name": name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range events.Items {
+		out = append(out, ev.Reason)
+	}
+	return out
 }
 
 // Names lists the Machines' names.
