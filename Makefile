@@ -2,7 +2,15 @@
 CONTROLLER_GEN_VERSION ?= v0.23.0
 CONTROLLER_GEN = go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
-.PHONY: all build test generate crds tools-mod lab-binaries verify
+# Where the +kubebuilder:rbac markers of each generated role live (config/config_test.go reads
+# these two lines): machina's provider-agnostic controllers, and the simulated provider.
+MANAGER_RBAC_PATHS = paths=./internal/controllers/machineapi/... paths=./internal/controllers/clusterapi/... paths=./internal/controllers/sync/... paths=./internal/controllers/migration/... paths=./internal/controllers/autoscaling/... paths=./internal/manager/... paths=./internal/authorityhook/...
+SIM_RBAC_PATHS = paths=./internal/controllers/sim/...
+
+IMAGE ?= machina:latest
+CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+
+.PHONY: all build test generate rbac crds tools-mod lab-binaries verify image
 
 all: build
 
@@ -12,9 +20,17 @@ build: ## build bin/machina
 test: ## the README's test command
 	go test -count=1 -timeout 45m ./...
 
-generate: ## deepcopy and CRDs of the simulated provider's API types
+generate: rbac ## deepcopy and CRDs of the simulated provider's API types, and the RBAC roles
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=config/crd/sim
+
+rbac: ## config/rbac/role.yaml and config/sim/role.yaml from the controllers' +kubebuilder:rbac markers
+	$(CONTROLLER_GEN) rbac:roleName=machina-manager $(MANAGER_RBAC_PATHS) output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=machina-sim-provider $(SIM_RBAC_PATHS) output:rbac:artifacts:config=config/sim
+
+image: ## build the container image $(IMAGE) with podman or docker (Containerfile)
+	@test -n "$(CONTAINER_ENGINE)" || { echo "make image: neither podman nor docker is installed"; exit 1; }
+	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
 
 crds: ## refresh config/crd/upstream from the modules go.mod pins
 	go run ./hack/crdsync
@@ -29,4 +45,4 @@ lab-binaries: ## build (or find) the cached etcd / kube-apiserver / kube-control
 
 verify: ## fail if generated files or upstream CRDs are stale
 	go run ./hack/crdsync -check
-	go test ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule'
+	go test ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|RBACUpToDate|Wildcard|ContainerfileGo'

@@ -27,6 +27,9 @@ func Objects() ([]*unstructured.Unstructured, error) {
 	sort.Strings(names)
 	var out []*unstructured.Unstructured
 	for _, n := range names {
+		if n == "kustomization.yaml" { // lists these files for kubectl apply -k
+			continue
+		}
 		data, _ := files.ReadFile(n)
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 		for {

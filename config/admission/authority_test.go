@@ -7,6 +7,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -35,6 +36,9 @@ func clientAs(t *testing.T, l *lab.Lab, user string, w *warnings, groups ...stri
 	}
 	return c
 }
+
+// autoscalerUser is the identity OpenShift's cluster autoscaler runs as.
+const autoscalerUser = "system:serviceaccount:openshift-machine-api:cluster-autoscaler"
 
 // TestMirrorWritesAsUsersSeeThem proves the authority rules with two identities against the
 // real apiserver: an administrator (system:masters, so RBAC allows everything) and machina's
@@ -158,6 +162,71 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 		if err := admin.Update(ctx, own); err != nil {
 			t.Fatalf("a user must be able to unpause what they paused: %v", err)
 		}
+	})
+
+	t.Run("AutoscalerMayChangeOnlyReplicasOfCAPIMirrorMachineSet", func(t *testing.T) {
+		autoscaler := clientAs(t, l, autoscalerUser, nil, "system:serviceaccounts", "system:masters")
+		set := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "paused-set", Namespace: ns,
+			Annotations: map[string]string{clusterv1.PausedAnnotation: ""}, Finalizers: []string{"sync.machine.openshift.io/finalizer"}},
+			Spec: clusterv1.MachineSetSpec{ClusterName: "lab", Replicas: ptr.To[int32](1),
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"set": "paused-set"}},
+				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"set": "paused-set"}},
+					Spec: clusterv1.MachineSpec{ClusterName: "lab", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")},
+						InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.machina.dev", Kind: "SimMachineTemplate", Name: "t"}}}}}
+		if err := controller.Create(ctx, set); err != nil {
+			t.Fatal(err)
+		}
+		get := func(c client.Client) *clusterv1.MachineSet {
+			x := &clusterv1.MachineSet{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(set), x); err != nil {
+				t.Fatal(err)
+			}
+			return x
+		}
+		const forbidden = "spec: Forbidden: MachineSet paused-set is a paused mirror of an authoritative Machine API resource"
+		// Anyone else's replicas change is refused, with the reason.
+		x := get(admin)
+		x.Spec.Replicas = ptr.To[int32](3)
+		expectDenied(t, admin.Update(ctx, x), forbidden)
+		// The autoscaler's is accepted, on the object and through the scale subresource.
+		x = get(autoscaler)
+		x.Spec.Replicas = ptr.To[int32](3)
+		if err := autoscaler.Update(ctx, x, client.FieldOwner("cluster-autoscaler")); err != nil {
+			t.Fatalf("the cluster autoscaler must be able to scale a mirrored MachineSet: %v", err)
+		}
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: set.Name, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+		if err := autoscaler.SubResource("scale").Update(ctx, get(autoscaler), client.WithSubResourceBody(scale)); err != nil {
+			t.Fatalf("the cluster autoscaler must be able to use the scale subresource: %v", err)
+		}
+		if got := ptr.Deref(get(admin).Spec.Replicas, 0); got != 4 {
+			t.Fatalf("replicas %d after the autoscaler scaled to 4", got)
+		}
+		// Any other spec change by the autoscaler, even along with replicas, is refused, and so
+		// is unpausing.
+		x = get(autoscaler)
+		x.Spec.Replicas = ptr.To[int32](5)
+		x.Spec.Template.Spec.FailureDomain = "sim-east-1c"
+		expectDenied(t, autoscaler.Update(ctx, x), forbidden)
+		x = get(autoscaler)
+		x.Spec.Template.Spec.ReadinessGates = []clusterv1.MachineReadinessGate{{ConditionType: "Extra"}}
+		expectDenied(t, autoscaler.Update(ctx, x), forbidden)
+		x = get(autoscaler)
+		delete(x.Annotations, clusterv1.PausedAnnotation)
+		expectDenied(t, autoscaler.Update(ctx, x), "metadata.annotations[cluster.x-k8s.io/paused]: Forbidden")
+		// The exception is for MachineSets only: the same identity cannot edit a mirrored Machine.
+		m := &clusterv1.Machine{}
+		if err := autoscaler.Get(ctx, client.ObjectKeyFromObject(capi), m); err != nil {
+			t.Fatal(err)
+		}
+		if _, paused := m.Annotations[clusterv1.PausedAnnotation]; !paused {
+			base := m.DeepCopy()
+			m.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+			if err := controller.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Spec.FailureDomain = "sim-east-1b"
+		expectDenied(t, autoscaler.Update(ctx, m), "spec: Forbidden: Machine paused-copy is a paused mirror")
 	})
 
 	t.Run("DeletingNonAuthoritativeMachineSetWarns", func(t *testing.T) {

@@ -134,6 +134,9 @@ func unlisted(repoRoot string) ([]string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(base, p)
+		if rel == "kustomization.yaml" { // lists the CRDs for kubectl apply -k
+			return nil
+		}
 		if !known[filepath.ToSlash(rel)] {
 			extra = append(extra, filepath.ToSlash(rel)+" (not from any pinned module)")
 		}

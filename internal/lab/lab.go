@@ -28,7 +28,9 @@ type Options struct {
 	// A lab started again on the same Dir finds the objects it had.
 	Dir string
 	// ControllerManager starts kube-controller-manager with the controllers a real cluster
-	// gives machina: garbage collection, disruption (PDB status), node lifecycle, namespaces.
+	// gives machina: garbage collection, disruption (PDB status), node lifecycle, namespaces,
+	// and ClusterRole aggregation. The manager's rights on provider kinds are aggregated, so a
+	// lab whose controllers run as ManagerConfig needs it.
 	ControllerManager bool
 	// FastDisk turns off etcd's fsync: faster, and fine for throwaway test clusters.
 	FastDisk bool
@@ -45,8 +47,9 @@ type Lab struct {
 	// Dir is the lab's state directory.
 	Dir string
 
-	pki   *pki
-	procs []*process // in start order
+	pki    *pki
+	procs  []*process // in start order
+	denied denials    // RBAC refusals of ManagerConfig clients
 }
 
 // Start brings up the control plane and installs the CRDs. If ctx is cancelled during start,
@@ -80,6 +83,7 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, fmt.Errorf("lab: certificates: %w", err)
 	}
 	l = &Lab{Dir: dir, pki: p, KubeconfigPath: filepath.Join(dir, "kubeconfig")}
+	l.denied.log = l.denialLog()
 	defer func() {
 		if err != nil {
 			l.Stop()
@@ -118,8 +122,17 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "lab: %d CRDs and %d admission policy objects installed; control plane up in %s\n",
-		n, np, time.Since(start).Round(100*time.Millisecond))
+	nr, err := InstallRBAC(ctx, l.Config)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ControllerManager {
+		if err := waitAggregated(ctx, l.Config); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(progress, "lab: %d CRDs, %d admission policy objects and %d RBAC objects installed; control plane up in %s\n",
+		n, np, nr, time.Since(start).Round(100*time.Millisecond))
 	return l, nil
 }
 
@@ -187,10 +200,17 @@ func (l *Lab) host() string {
 // which the admission policies recognise as the sync and migration controllers.
 const ManagerUser = "system:serviceaccount:machina-system:machina-manager"
 
-// ManagerConfig returns a rest.Config for the lab's controllers (ManagerUser; until least
-// privilege RBAC is installed it is also in system:masters).
+// ManagerConfig returns a rest.Config for the lab's controllers: ManagerUser with a
+// ServiceAccount's groups and nothing else, so the controllers have exactly the rights
+// config/rbac and the aggregated provider roles give them in a real cluster. Requests RBAC
+// refuses are recorded (ManagerDenials).
 func (l *Lab) ManagerConfig() (*rest.Config, error) {
-	return l.UserConfig(ManagerUser, "system:serviceaccounts", "system:serviceaccounts:machina-system", "system:masters")
+	cfg, err := l.UserConfig(ManagerUser, ManagerGroups...)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return denialRecorder{rt: rt, d: &l.denied} })
+	return cfg, nil
 }
 
 // WriteKubeconfig writes cfg (certificate-authenticated) as a self-contained kubeconfig.
@@ -314,7 +334,8 @@ func (l *Lab) startControllerManager(ctx context.Context, bin string) error {
 			"--cert-dir=" + filepath.Join(l.Dir, "pki", "kube-controller-manager"),
 			"--leader-elect=false",
 			"--use-service-account-credentials=false",
-			"--controllers=garbage-collector-controller,disruption-controller,node-lifecycle-controller,namespace-controller",
+			"--controllers=garbage-collector-controller,disruption-controller,node-lifecycle-controller,namespace-controller," +
+				"clusterrole-aggregation-controller",
 			"--node-monitor-period=" + NodeMonitorPeriod.String(),
 			"--node-monitor-grace-period=" + NodeMonitorGracePeriod.String(),
 			"--node-startup-grace-period=" + NodeStartupGracePeriod.String(),

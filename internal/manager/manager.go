@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/machina-dev/machina/internal/opsmetrics"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -43,6 +44,35 @@ type Env struct {
 	// API's copies; DefaultMachineAPINamespace and DefaultClusterAPINamespace when empty.
 	MachineAPINamespace string
 	ClusterAPINamespace string
+	// AutoscalerFieldManager is the field manager whose writes of a Cluster API MachineSet's
+	// spec.replicas the sync carries over to an authoritative Machine API MachineSet;
+	// DefaultAutoscalerFieldManager when empty.
+	AutoscalerFieldManager string
+	// Webhook configures the admission webhook of the "admission" group.
+	Webhook WebhookEnv
+}
+
+// WebhookEnv says where the admission webhook listens and how the apiserver reaches it.
+type WebhookEnv struct {
+	// ListenAddr is the HTTPS address; 127.0.0.1:0 when empty (an apiserver on this host).
+	ListenAddr string
+	// Service is "namespace/name:port" of the Service in front of the manager in a cluster;
+	// empty means the apiserver calls https://<ListenAddr> directly.
+	Service string
+	// CertDir may hold tls.crt, tls.key and ca.crt; otherwise a self-signed one is made.
+	CertDir string
+}
+
+// DefaultAutoscalerFieldManager is the field manager the cluster autoscaler's writes carry
+// (derived from its User-Agent).
+const DefaultAutoscalerFieldManager = "cluster-autoscaler"
+
+// AutoscalerManager returns AutoscalerFieldManager with its default applied.
+func (e Env) AutoscalerManager() string {
+	if e.AutoscalerFieldManager == "" {
+		return DefaultAutoscalerFieldManager
+	}
+	return e.AutoscalerFieldManager
 }
 
 // The namespaces OpenShift uses for each API.
@@ -149,6 +179,9 @@ type Options struct {
 	Env                     Env
 }
 
+// Leader election holds a Lease in the manager's namespace (machina-system when installed from config/).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=machina-system
+
 // New builds a manager with health and readiness checks and the selected groups' controllers.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.LeaderElectionID == "" {
@@ -185,6 +218,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	mapiNS, capiNS := o.Env.Namespaces()
+	opsmetrics.Use(opsmetrics.Source{Reader: mgr.GetCache(), MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS})
 	for _, g := range o.Groups {
 		if err := g.Setup(mgr, o.Env); err != nil {
 			return nil, fmt.Errorf("controller group %s: %w", g.Name, err)

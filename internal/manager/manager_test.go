@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +89,7 @@ func TestManagerAgainstLab(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "machina-system"}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "machina-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	groups, err := mmgr.Select("beta")
@@ -125,6 +126,8 @@ func TestManagerAgainstLab(t *testing.T) {
 		{"http://" + probes + "/healthz", "ok"},
 		{"http://" + probes + "/readyz", "ok"},
 		{"http://" + metrics + "/metrics", "controller_runtime_"},
+		{"http://" + metrics + "/metrics", `machina_migrations_pending{kind="MachineSet"} 0`},
+		{"http://" + metrics + "/metrics", `machina_opsmetrics_list_errors{kind="cluster.x-k8s.io/Machine"} 0`},
 	} {
 		deadline := time.Now().Add(20 * time.Second)
 		for {

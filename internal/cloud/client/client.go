@@ -83,7 +83,9 @@ func (c *Client) Call(ctx context.Context, op string, req, resp any) error {
 		return fmt.Errorf("cloud %s: encoding request: %w", op, err)
 	}
 	for attempt := 0; ; attempt++ {
+		start := time.Now()
 		err := c.once(ctx, op, body, resp)
+		observe(op, start, err)
 		if err == nil {
 			return nil
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/machina-dev/machina/internal/cloud/api"
 )
 
@@ -136,5 +138,46 @@ func TestNewRejectsBadURL(t *testing.T) {
 		if _, err := New(u, Options{}); err == nil {
 			t.Errorf("New(%q) succeeded", u)
 		}
+	}
+}
+
+func TestMetricsCountEveryAttemptByOutcome(t *testing.T) {
+	before := func(code string) float64 {
+		return testutil.ToFloat64(requestsTotal.WithLabelValues(api.OpDescribeRegions, code))
+	}
+	okBefore, throttledBefore := before("OK"), before(api.CodeThrottling)
+	c, _ := scripted(t, fail(429, api.CodeThrottling, ""), fail(429, api.CodeThrottling, ""),
+		ok(api.DescribeRegionsResponse{Regions: []api.Region{{Name: "r"}}}))
+	if _, err := c.DescribeRegions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := before(api.CodeThrottling) - throttledBefore; got != 2 {
+		t.Errorf("throttled attempts counted: %v, want 2", got)
+	}
+	if got := before("OK") - okBefore; got != 1 {
+		t.Errorf("successful attempts counted: %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(requestSeconds, "machina_cloud_api_request_duration_seconds"); n == 0 {
+		t.Error("no latency observed")
+	}
+}
+
+func TestMetricsTransportError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	c, err := New("http://"+addr, Options{MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(requestsTotal.WithLabelValues(api.OpDescribeRegions, "TransportError"))
+	if _, err := c.DescribeRegions(context.Background()); err == nil {
+		t.Fatal("a call to a closed port succeeded")
+	}
+	if got := testutil.ToFloat64(requestsTotal.WithLabelValues(api.OpDescribeRegions, "TransportError")) - before; got != 1 {
+		t.Errorf("transport errors counted: %v, want 1", got)
 	}
 }

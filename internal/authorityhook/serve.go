@@ -1,0 +1,263 @@
+package authorityhook
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// ConfigurationName is the ValidatingWebhookConfiguration the manager keeps up to date.
+const ConfigurationName = "machina-authority"
+
+// Paths the webhook serves.
+const (
+	MachineAPIPath = "/validate-machine-api-create"
+	ClusterAPIPath = "/validate-cluster-api-create"
+)
+
+// Options say where the webhook listens and how the apiserver reaches it.
+type Options struct {
+	// ListenAddr is the HTTPS listen address; 127.0.0.1:0 (any free local port) when empty.
+	ListenAddr string
+	// Service, when set, is how the apiserver reaches the webhook in a cluster (the Service in
+	// front of the manager). When nil the configuration uses https://<listen address>,
+	// which suits an apiserver on the same host (machina up, tests).
+	Service *admissionregistrationv1.ServiceReference
+	// CertDir may hold tls.crt, tls.key and ca.crt (for example a mounted cert-manager
+	// Secret). Without them a self-signed certificate is made at start.
+	CertDir string
+}
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;create;update
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machinesets;machinehealthchecks,verbs=get
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinesets;machinehealthchecks,verbs=get
+
+// Setup serves the webhook from mgr and registers its configuration.
+func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
+	if o.ListenAddr == "" {
+		o.ListenAddr = "127.0.0.1:0"
+	}
+	cert, caPEM, err := certificate(o)
+	if err != nil {
+		return fmt.Errorf("authority webhook certificate: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("authority webhook: %w", err)
+	}
+	rules := &Rules{Reader: mgr.GetAPIReader(), Namespaces: ns}
+	mux := http.NewServeMux()
+	mux.Handle(MachineAPIPath, &admission.Webhook{Handler: admission.HandlerFunc(rules.MachineAPICreate)})
+	mux.Handle(ClusterAPIPath, &admission.Webhook{Handler: admission.HandlerFunc(rules.ClusterAPICreate)})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	if err := mgr.Add(serveRunnable{srv: srv, ln: ln}); err != nil {
+		return err
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && o.Service == nil && tcp.IP.IsUnspecified() {
+		_ = ln.Close()
+		return fmt.Errorf("authority webhook: listening on all addresses (%s) needs a Service for the apiserver to call (--webhook-service namespace/name:port)", o.ListenAddr)
+	}
+	reg := &registrar{c: mgr.GetClient(), r: mgr.GetAPIReader(), ns: ns, caPEM: caPEM, service: o.Service, url: "https://" + ln.Addr().String()}
+	return mgr.Add(reg)
+}
+
+type serveRunnable struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// NeedLeaderElection: every replica answers admission requests.
+func (serveRunnable) NeedLeaderElection() bool { return false }
+
+func (s serveRunnable) Start(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.ServeTLS(s.ln, "", "") }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return s.srv.Shutdown(sctx)
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// registrar writes the ValidatingWebhookConfiguration once the manager runs.
+type registrar struct {
+	c       client.Client
+	r       client.Reader // uncached: one configuration needs no informer
+	ns      Namespaces
+	caPEM   []byte
+	service *admissionregistrationv1.ServiceReference
+	url     string
+}
+
+func (*registrar) NeedLeaderElection() bool { return false }
+
+func (r *registrar) Start(ctx context.Context) error {
+	// The manager's own creates (mirrors, MachineSet replicas) skip the webhook.
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := r.c.Create(ctx, review); err != nil {
+		return fmt.Errorf("authority webhook: who am I (SelfSubjectReview): %w", err)
+	}
+	want := r.configuration(review.Status.UserInfo.Username)
+	for {
+		err := r.apply(ctx, want)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("authority webhook registered", "configuration", ConfigurationName)
+			<-ctx.Done()
+			return nil
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "registering the authority webhook; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (r *registrar) apply(ctx context.Context, want *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	err := r.r.Get(ctx, client.ObjectKey{Name: ConfigurationName}, got)
+	if apierrors.IsNotFound(err) {
+		return r.c.Create(ctx, want)
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(got.Webhooks, want.Webhooks) && got.Labels["app.kubernetes.io/managed-by"] == "machina" {
+		return nil
+	}
+	got.Webhooks = want.Webhooks
+	got.Labels = want.Labels
+	return r.c.Update(ctx, got)
+}
+
+func (r *registrar) configuration(self string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	notSelf := admissionregistrationv1.MatchCondition{Name: "not-machina",
+		Expression: fmt.Sprintf("request.userInfo.username != %q", self)}
+	unpaused := admissionregistrationv1.MatchCondition{Name: "unpaused",
+		Expression: fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", clusterv1.PausedAnnotation)}
+	hook := func(name, path, group, ns string, conds ...admissionregistrationv1.MatchCondition) admissionregistrationv1.ValidatingWebhook {
+		cc := admissionregistrationv1.WebhookClientConfig{CABundle: r.caPEM}
+		if r.service != nil {
+			svc := *r.service
+			svc.Path = ptr.To(path)
+			cc.Service = &svc
+		} else {
+			cc.URL = ptr.To(r.url + path)
+		}
+		return admissionregistrationv1.ValidatingWebhook{
+			Name:         name,
+			ClientConfig: cc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"},
+					Resources: []string{"machines", "machinesets", "machinehealthchecks"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			MatchConditions:         append([]admissionregistrationv1.MatchCondition{notSelf}, conds...),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](5),
+		}
+	}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": "machina"}},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			hook("machine-api-create.authority.machina.dev", MachineAPIPath, "machine.openshift.io", r.ns.MachineAPI),
+			hook("cluster-api-create.authority.machina.dev", ClusterAPIPath, "cluster.x-k8s.io", r.ns.ClusterAPI, unpaused),
+		},
+	}
+}
+
+// certificate loads the serving certificate from o.CertDir, or makes a self-signed one.
+func certificate(o Options) (tls.Certificate, []byte, error) {
+	if o.CertDir != "" {
+		crt, key := filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key")
+		if _, err := os.Stat(crt); err == nil {
+			cert, err := tls.LoadX509KeyPair(crt, key)
+			if err != nil {
+				return tls.Certificate{}, nil, err
+			}
+			ca, err := os.ReadFile(filepath.Join(o.CertDir, "ca.crt"))
+			if err != nil {
+				return tls.Certificate{}, nil, fmt.Errorf("%s has tls.crt but no ca.crt for the apiserver to trust: %w", o.CertDir, err)
+			}
+			return cert, ca, nil
+		}
+	}
+	var dns []string
+	if s := o.Service; s != nil {
+		dns = append(dns, s.Name, s.Name+"."+s.Namespace, s.Name+"."+s.Namespace+".svc", s.Name+"."+s.Namespace+".svc.cluster.local")
+	}
+	return selfSigned(append(dns, "localhost"), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+}
+
+// selfSigned makes a CA and a serving certificate it signs, valid for a year.
+func selfSigned(dns []string, ips []net.IP) (tls.Certificate, []byte, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "machina authority webhook CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "machina-authority-webhook"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), DNSNames: dns, IPAddresses: ips,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
+}
+
+var _ manager.Runnable = serveRunnable{}

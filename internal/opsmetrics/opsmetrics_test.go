@@ -1,0 +1,86 @@
+package opsmetrics
+
+import (
+	"strings"
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+const mapiNS, capiNS = "openshift-machine-api", "openshift-cluster-api"
+
+func mapiMachine(name, phase string, spec, status machinev1beta1.MachineAuthority, synced corev1.ConditionStatus) *machinev1beta1.Machine {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS}}
+	m.Spec.AuthoritativeAPI = spec
+	m.Status.AuthoritativeAPI = status
+	if phase != "" {
+		m.Status.Phase = ptr.To(phase)
+	}
+	if synced != "" {
+		m.Status.Conditions = []machinev1beta1.Condition{{Type: synchronizedCondition, Status: synced, Reason: map[corev1.ConditionStatus]string{
+			corev1.ConditionTrue: "ResourceSynchronized", corev1.ConditionFalse: "ConversionFailed"}[synced]}}
+	}
+	return m
+}
+
+func capiMachine(name, phase string) *clusterv1.Machine {
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS}}
+	m.Status.Phase = phase
+	return m
+}
+
+// A pure unit: the collector's arithmetic over a fixed set of objects.
+func TestCollector(t *testing.T) {
+	objs := []client.Object{
+		mapiMachine("a", "Running", machinev1beta1.MachineAuthorityMachineAPI, machinev1beta1.MachineAuthorityMachineAPI, corev1.ConditionTrue),
+		mapiMachine("b", "Running", machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMachineAPI, corev1.ConditionTrue),
+		mapiMachine("c", "Provisioning", machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityClusterAPI, corev1.ConditionTrue),
+		mapiMachine("d", "", "", "", corev1.ConditionFalse),
+		capiMachine("a", "Running"), capiMachine("c", "Provisioning"), capiMachine("cp-0", "Running"),
+		&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: mapiNS},
+			Spec:   machinev1beta1.MachineSetSpec{AuthoritativeAPI: machinev1beta1.MachineAuthorityClusterAPI},
+			Status: machinev1beta1.MachineSetStatus{AuthoritativeAPI: machinev1beta1.MachineAuthorityMachineAPI}},
+		&machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: mapiNS,
+			Annotations: map[string]string{mhcAuthority: "MachineAPI"}}},
+		// Objects in other namespaces are not counted.
+		&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+	col := &collector{src: &Source{Reader: c, MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS}}
+	want := `
+# HELP machina_machines Machines by API (machine.openshift.io or cluster.x-k8s.io), phase and authoritative API. A Cluster API Machine's authority is its Machine API mirror's; one without a mirror counts as ClusterAPI.
+# TYPE machina_machines gauge
+machina_machines{api="cluster.x-k8s.io",authority="ClusterAPI",phase="Provisioning"} 1
+machina_machines{api="cluster.x-k8s.io",authority="ClusterAPI",phase="Running"} 1
+machina_machines{api="cluster.x-k8s.io",authority="MachineAPI",phase="Running"} 1
+machina_machines{api="machine.openshift.io",authority="ClusterAPI",phase="Provisioning"} 1
+machina_machines{api="machine.openshift.io",authority="MachineAPI",phase="Running"} 2
+machina_machines{api="machine.openshift.io",authority="Undecided",phase="None"} 1
+# HELP machina_migrations_pending Machine API resources whose requested authority (spec.authoritativeAPI) differs from their current one, by kind.
+# TYPE machina_migrations_pending gauge
+machina_migrations_pending{kind="Machine"} 1
+machina_migrations_pending{kind="MachineHealthCheck"} 0
+machina_migrations_pending{kind="MachineSet"} 1
+# HELP machina_sync_not_synchronized Machine API resources whose Synchronized condition is False, by kind and reason (for example ConversionFailed).
+# TYPE machina_sync_not_synchronized gauge
+machina_sync_not_synchronized{kind="Machine",reason="ConversionFailed"} 1
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "machina_machines", "machina_migrations_pending", "machina_sync_not_synchronized"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorWithoutSourceIsEmpty(t *testing.T) {
+	if n := testutil.CollectAndCount(&collector{}); n != 0 {
+		t.Fatalf("collector without a source produced %d metrics", n)
+	}
+}
