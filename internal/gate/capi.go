@@ -35,3 +35,24 @@ func HasPausedAnnotation(obj client.Object) bool {
 	_, ok := obj.GetAnnotations()[clusterv1.PausedAnnotation]
 	return ok
 }
+
+// SyncFinalizer is the sync controllers' finalizer; every mirrored Machine, MachineSet and
+// MachineHealthCheck carries it (see internal/controllers/sync).
+const SyncFinalizer = "sync.machine.openshift.io/finalizer"
+
+// PausedAsMirror reports whether obj is paused only because it is the Cluster API mirror of
+// a resource the Machine API owns: the paused annotation together with the sync finalizer.
+// Such a pause means "the other API reconciles this", not "leave it alone", which matters to
+// a Cluster API MachineHealthCheck that does own the check (see the sync's remediation
+// hand-over in internal/controllers/sync/machinesync).
+func PausedAsMirror(obj client.Object) bool {
+	if !HasPausedAnnotation(obj) {
+		return false
+	}
+	for _, f := range obj.GetFinalizers() {
+		if f == SyncFinalizer {
+			return true
+		}
+	}
+	return false
+}

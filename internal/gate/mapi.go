@@ -45,6 +45,12 @@ const AuthoritativeAPIUndecidedReason = "AuthoritativeAPIUndecided"
 const (
 	MHCAuthoritativeAPIAnnotation       = "machina.dev/authoritative-api"
 	MHCStatusAuthoritativeAPIAnnotation = "machina.dev/status-authoritative-api"
+	// MHCSynchronizedAPIAnnotation is like status.synchronizedAPI: the last stable authority,
+	// which is where a migration started from while the current authority is Migrating.
+	MHCSynchronizedAPIAnnotation = "machina.dev/synchronized-api"
+	// MHCSynchronizedGenerationAnnotation is like status.synchronizedGeneration: the
+	// generation of the authoritative copy the sync controller last made the mirror equal to.
+	MHCSynchronizedGenerationAnnotation = "machina.dev/synchronized-generation"
 )
 
 // Decision is the gate's answer.

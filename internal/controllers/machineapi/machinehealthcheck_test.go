@@ -19,6 +19,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machinehealthcheck"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -212,6 +213,11 @@ func remediationCRDs(t *testing.T, e *testenv.Env) {
 			err := e.Client.List(ctx, list)
 			return err == nil, fmt.Sprint(err), nil
 		})
+	}
+	// The remediation provider's rights reach the manager by aggregation (config/rbac).
+	role := lab.ProviderRole("remediation-example-com", "remediation.example.com", "simremediations", "simremediationtemplates")
+	if err := e.Lab.AggregateToManager(context.Background(), role); err != nil {
+		t.Fatal(err)
 	}
 }
 

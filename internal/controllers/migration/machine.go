@@ -34,7 +34,6 @@ func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, rec eventRe
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachines,verbs=get;list;watch;update;patch
 
 // SetupWithManager watches both copies (the Cluster API Machine's Paused condition moves the
 // handover on).

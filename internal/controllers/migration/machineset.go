@@ -31,7 +31,6 @@ func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, rec even
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachinetemplates,verbs=get;list;watch;update;patch
 
 // SetupWithManager watches both copies.
 func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {

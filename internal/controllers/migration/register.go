@@ -13,7 +13,7 @@ const GroupName = "migration"
 func init() {
 	manager.Register(manager.Group{
 		Name:        GroupName,
-		Description: "hands authority over Machines and MachineSets between the Machine API and Cluster API",
+		Description: "hands authority over Machines, MachineSets and MachineHealthChecks between the Machine API and Cluster API",
 		Setup:       Setup,
 	})
 }
@@ -25,5 +25,8 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if err := NewMachineReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machine")).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return NewMachineSetReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr)
+	if err := NewMachineSetReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return NewMachineHealthCheckReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machinehealthcheck")).SetupWithManager(mgr)
 }

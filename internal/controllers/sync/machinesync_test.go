@@ -102,6 +102,14 @@ func TestSync(t *testing.T) {
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
 	t.Run("OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState)
+	t.Run("DeletionFinalizers_NeverStuck", testDeletionFinalizers)
+	t.Run("LabelAnnotationRemoval_Machine", testMetadataRemovalMachine)
+	t.Run("LabelAnnotationRemoval_MachineSet", testMetadataRemovalMachineSet)
+	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
+	t.Run("AutoscalerReplicasMirrored", testAutoscalerReplicas)
+	t.Run("ClusterAPIAuthoritativeWithMirror_MachineAPITakesClusterAPISpec", testClusterAPIWithMirror)
+	t.Run("CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone)
+	t.Run("TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI)
 }
 
 func testMirrorCreated(t *testing.T) {

@@ -36,6 +36,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}
 	if err := (&machinesetsync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machineset"),
+		AutoscalerFieldManager: env.AutoscalerManager(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

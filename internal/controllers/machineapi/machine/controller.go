@@ -93,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	helper := patch.NewHelper(m, r.Client)
 	var patchOpts []patch.Option
-	defer helper.Finish(ctx, m, &res, &retErr, patchOpts...)
+	// A closure, so options added below (SkipStatus) reach Finish.
+	defer func() { helper.Finish(ctx, m, &res, &retErr, patchOpts...) }()
 
 	decision, _, err := gate.MachineAPI(m)
 	if err != nil {

@@ -48,6 +48,16 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with watches on Machines and Nodes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// Nodes of Machines that another API owns carry no machine.openshift.io/machine
+	// annotation (NodeLink leaves them alone), so Nodes are also matched by status.nodeRef.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &machinev1beta1.Machine{}, nodeRefIndex, func(o client.Object) []string {
+		if m := o.(*machinev1beta1.Machine); m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
+			return []string{m.Status.NodeRef.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineapi-machinehealthcheck").
 		For(&machinev1beta1.MachineHealthCheck{}).
@@ -70,17 +80,25 @@ func (r *Reconciler) machineToChecks(ctx context.Context, o client.Object) []rec
 	return reqs
 }
 
+// nodeRefIndex indexes Machine API Machines by the name of their Node.
+const nodeRefIndex = "machinehealthcheck.status.nodeRef.name"
+
 func (r *Reconciler) nodeToChecks(ctx context.Context, o client.Object) []reconcile.Request {
-	key := o.GetAnnotations()["machine.openshift.io/machine"]
-	ns, name, ok := cut(key)
-	if !ok {
+	if ns, name, ok := cut(o.GetAnnotations()["machine.openshift.io/machine"]); ok {
+		var m machinev1beta1.Machine
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err == nil {
+			return r.machineToChecks(ctx, &m)
+		}
+	}
+	var list machinev1beta1.MachineList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{nodeRefIndex: o.GetName()}); err != nil {
 		return nil
 	}
-	var m machinev1beta1.Machine
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err != nil {
-		return nil
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		reqs = append(reqs, r.machineToChecks(ctx, &list.Items[i])...)
 	}
-	return r.machineToChecks(ctx, &m)
+	return reqs
 }
 
 // Reconcile evaluates the targets of one MachineHealthCheck and remediates.

@@ -35,11 +35,13 @@ type Reconciler struct {
 	Client     client.Client
 	Namespaces synccommon.Namespaces
 	Recorder   record.EventRecorder
+	// AutoscalerFieldManager is the cluster autoscaler's field manager, whose replicas
+	// changes on a paused Cluster API mirror are carried over (manager.Env.AutoscalerManager).
+	AutoscalerFieldManager string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachinetemplates,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager watches both copies and the templates a Cluster API MachineSet owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -24,6 +24,11 @@ import (
 // Cluster API is authoritative but has no copy yet, the copy is created unpaused.
 func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
 	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
+	if paused && capi != nil {
+		if _, err := r.autoscalerReplicas(ctx, mapi, capi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
@@ -39,6 +44,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	}
 
 	desired := out.MachineSet
+	synccommon.MarkMirrored(desired)
 	synccommon.SetPaused(desired, paused)
 	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
 	if capi == nil {
@@ -53,8 +59,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	} else {
 		base := capi.DeepCopy()
 		capi.Spec = desired.Spec
-		capi.Labels = synccommon.MergeMap(capi.Labels, desired.Labels)
-		capi.Annotations = synccommon.MergeMap(capi.Annotations, desired.Annotations)
+		synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
 		synccommon.SetPaused(capi, paused)
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
@@ -62,6 +67,11 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 				return ctrl.Result{}, err
 			}
 		}
+	}
+
+	// Machines the Cluster API MachineSet creates read their bootstrap data in its namespace.
+	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, capi.Namespace, desired.Spec.Template.Spec.Bootstrap.DataSecretName, desired.Spec.ClusterName); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	tmpl := out.InfraMachineTemplate

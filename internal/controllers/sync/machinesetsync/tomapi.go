@@ -52,8 +52,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	authority, templateAuthority := mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI
 	mapi.Spec = out.Spec
 	mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI = authority, templateAuthority
-	mapi.Labels = synccommon.MergeMap(mapi.Labels, out.Labels)
-	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, out.Annotations)
+	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
 		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, err

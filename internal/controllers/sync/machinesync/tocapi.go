@@ -2,6 +2,7 @@ package machinesync
 
 import (
 	"context"
+	"fmt"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
 		}
 	}
-	if err := r.ensureUserData(ctx, mapi, out.Machine); err != nil {
+	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, out.Machine.Namespace, out.Machine.Spec.Bootstrap.DataSecretName, out.Machine.Spec.ClusterName); err != nil {
 		return ctrl.Result{}, err
 	}
 	owner, err := r.capiOwner(ctx, mapi)
@@ -48,6 +49,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 
 	// The Machine first, so the InfraMachine can be owned by it.
 	desired := out.Machine
+	synccommon.MarkMirrored(desired)
 	synccommon.SetPaused(desired, paused)
 	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
 	if owner != nil {
@@ -73,6 +75,9 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		return ctrl.Result{}, err
 	}
 	if paused {
+		if done, err := r.carryRemediation(ctx, mapi, capi); done || err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -81,12 +86,12 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 }
 
 // updateCAPI overwrites drift on the Cluster API Machine: its spec, the labels and
-// annotations the conversion produces, the paused annotation and the sync finalizer.
+// annotations the conversion produces (removing those it copied before that are gone from the
+// Machine API copy), the paused annotation and the sync finalizer.
 func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, paused bool) error {
 	base := capi.DeepCopy()
 	capi.Spec = desired.Spec
-	capi.Labels = synccommon.MergeMap(capi.Labels, desired.Labels)
-	capi.Annotations = synccommon.MergeMap(capi.Annotations, desired.Annotations)
+	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
 	synccommon.SetPaused(capi, paused)
 	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 	if len(desired.OwnerReferences) > 0 && metav1.GetControllerOf(capi) == nil {
@@ -141,34 +146,17 @@ func (r *Reconciler) capiOwner(ctx context.Context, mapi *machinev1beta1.Machine
 	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
 }
 
-// ensureUserData copies the Machine API user-data Secret (key userData) into the Cluster API
-// namespace as a bootstrap data Secret (key value), which is what Cluster API providers read.
-func (r *Reconciler) ensureUserData(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
-	name := capi.Spec.Bootstrap.DataSecretName
-	if name == nil || *name == "" {
-		return nil
-	}
-	src := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mapi.Namespace, Name: *name}, src); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	dst := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: capi.Namespace, Name: *name}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
-		if dst.Data == nil {
-			dst.Data = map[string][]byte{}
-		}
-		dst.Data["value"] = src.Data["userData"]
-		if dst.Labels == nil {
-			dst.Labels = map[string]string{}
-		}
-		dst.Labels[clusterv1.ClusterNameLabel] = capi.Spec.ClusterName
-		return nil
-	})
-	return err
-}
-
 // setSynchronized writes the Synchronized condition and, on success, the generation synced.
 func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.Machine, reason string, errs field.ErrorList, detail error, generation int64) error {
+	if mapi == nil {
+		// No Machine API copy yet (a Cluster API Machine waiting for one): nothing to record
+		// the outcome on. A conversion error is returned so it is logged and retried; a
+		// missing context is retried by the caller's RequeueAfter.
+		if len(errs) > 0 {
+			return fmt.Errorf("%s: %w", reason, errs.ToAggregate())
+		}
+		return nil
+	}
 	base := mapi.DeepCopy()
 	changed := synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail)
 	if len(errs) > 0 && changed {

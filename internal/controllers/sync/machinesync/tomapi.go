@@ -29,8 +29,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	authority := mapi.Spec.AuthoritativeAPI
 	mapi.Spec = desired.Spec
 	mapi.Spec.AuthoritativeAPI = authority // the user's request, never the sync's
-	mapi.Labels = synccommon.MergeMap(mapi.Labels, desired.Labels)
-	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, desired.Annotations)
+	synccommon.MirrorMetadata(mapi, desired.Labels, desired.Annotations)
 	if owner, err := r.mapiOwner(ctx, capi); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != nil && metav1.GetControllerOf(mapi) == nil {
@@ -101,8 +100,21 @@ func (r *Reconciler) mapiOwner(ctx context.Context, capi *clusterv1.Machine) (*m
 
 // capiOnly handles a Cluster API Machine without a Machine API copy: it lives on its own,
 // unless its MachineSet is mirrored in the Machine API, which then shows it as a Cluster
-// API-authoritative Machine.
+// API-authoritative Machine. A paused mirror (sync finalizer and paused annotation) whose
+// authoritative Machine API copy is gone without carrying its deletion over (someone removed
+// the sync finalizer there, or the deletion raced the mirror's creation) goes too: the paused
+// Cluster API controller will never act on it, so the sync deletes it and lets go of its
+// finalizer and the Cluster API controller's.
 func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctrl.Result, error) {
+	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; paused && controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+		if capi.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+			r.event(capi, corev1.EventTypeNormal, "MirrorDeleted", "Its authoritative Machine API Machine %s/%s is gone", r.Namespaces.MachineAPI, capi.Name)
+		}
+		return ctrl.Result{}, synccommon.Release(ctx, r.Client, capi, capiMachineFinalizer)
+	}
 	if controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
 		// Its copy was deleted and the deletion was settled then; nothing left to sync.
 		base := capi.DeepCopy()
@@ -123,6 +135,7 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	out.Namespace = r.Namespaces.MachineAPI
 	out.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	out.OwnerReferences = []metav1.OwnerReference{*owner}
+	synccommon.MarkMirrored(out)
 	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
 	if err := r.Client.Create(ctx, out); err != nil {
 		return ctrl.Result{}, client.IgnoreAlreadyExists(err)

@@ -7,6 +7,7 @@ package mhcsync
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -137,6 +138,9 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 	}
 	delete(out.Annotations, gate.MHCAuthoritativeAPIAnnotation)
 	delete(out.Annotations, gate.MHCStatusAuthoritativeAPIAnnotation)
+	delete(out.Annotations, gate.MHCSynchronizedAPIAnnotation)
+	delete(out.Annotations, gate.MHCSynchronizedGenerationAnnotation)
+	synccommon.MarkMirrored(out)
 	synccommon.SetPaused(out, paused)
 	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
 	if capi == nil {
@@ -146,8 +150,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 	} else {
 		base := capi.DeepCopy()
 		capi.Spec = out.Spec
-		capi.Labels = synccommon.MergeMap(capi.Labels, out.Labels)
-		capi.Annotations = synccommon.MergeMap(capi.Annotations, out.Annotations)
+		synccommon.MirrorMetadata(capi, out.Labels, out.Annotations)
 		synccommon.SetPaused(capi, paused)
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
@@ -155,6 +158,9 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 				return err
 			}
 		}
+	}
+	if err := r.recordGeneration(ctx, mapi, mapi.Generation); err != nil {
+		return err
 	}
 	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
 }
@@ -167,10 +173,14 @@ func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machi
 	}
 	base := mapi.DeepCopy()
 	mapi.Spec = out.Spec
-	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) {
+	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
+	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
 		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
+	}
+	if err := r.recordGeneration(ctx, mapi, capi.Generation); err != nil {
+		return err
 	}
 	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
 }
@@ -184,4 +194,18 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
 	}
 	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// recordGeneration notes on the Machine API copy which generation of the authoritative copy
+// the mirror now matches (gate.MHCSynchronizedGenerationAnnotation, the MachineHealthCheck's
+// status.synchronizedGeneration): the migration controller hands authority over only when
+// it equals the authoritative copy's current generation.
+func (r *Reconciler) recordGeneration(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, generation int64) error {
+	v := strconv.FormatInt(generation, 10)
+	if mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation] == v {
+		return nil
+	}
+	base := mapi.DeepCopy()
+	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCSynchronizedGenerationAnnotation: v})
+	return r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

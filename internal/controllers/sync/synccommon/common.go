@@ -20,12 +20,13 @@ import (
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/convert/providers/aws"
 	"github.com/machina-dev/machina/internal/convert/providers/sim"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
 // SyncFinalizer lets the sync controller carry a deletion across to the mirror before either
 // object goes.
-const SyncFinalizer = "sync.machine.openshift.io/finalizer"
+const SyncFinalizer = gate.SyncFinalizer
 
 // SynchronizedCondition on a Machine API object says whether its mirror matches.
 const SynchronizedCondition machinev1beta1.ConditionType = "Synchronized"

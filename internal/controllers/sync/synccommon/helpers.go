@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -61,4 +64,30 @@ func CopySpec(src, dst client.Object) error {
 	}
 	dv.Set(sv)
 	return nil
+}
+
+// EnsureUserData copies the Machine API user-data Secret name (key userData) from srcNS into
+// dstNS as a Cluster API bootstrap data Secret (key value, cluster-name label), which is what
+// Cluster API providers read. A missing source Secret is not an error: the Machine waits.
+func EnsureUserData(ctx context.Context, c client.Client, srcNS, dstNS string, name *string, clusterName string) error {
+	if name == nil || *name == "" {
+		return nil
+	}
+	src := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: srcNS, Name: *name}, src); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dst := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: dstNS, Name: *name}}
+	_, err := controllerutil.CreateOrPatch(ctx, c, dst, func() error {
+		if dst.Data == nil {
+			dst.Data = map[string][]byte{}
+		}
+		dst.Data["value"] = src.Data["userData"]
+		if dst.Labels == nil {
+			dst.Labels = map[string]string{}
+		}
+		dst.Labels[clusterv1.ClusterNameLabel] = clusterName
+		return nil
+	})
+	return err
 }

@@ -1,0 +1,338 @@
+package migration_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/migration"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// crashStep is one step of a Machine's handover as the objects show it, and the hold that
+// keeps the handover from going past it.
+type crashStep struct {
+	name string
+	hold hold
+}
+
+// machineStep tells how far a Machine's handover towards `to` has got, from the objects
+// alone: 0 not started, then the index (1-based) of the last step in steps done, and
+// len(steps)+1 when the authority has moved.
+type machineStep func(m *machinev1beta1.Machine, c *clusterv1.Machine) int
+
+// stepToClusterAPI: 1 Migrating, 2 the Machine API copy reports Paused=True, 3 the Cluster
+// API finalizer is on, 4 the Machine API finalizer is off, 5 the Cluster API copy is
+// unpaused, 6 done.
+func stepToClusterAPI(m *machinev1beta1.Machine, c *clusterv1.Machine) int {
+	switch m.Status.AuthoritativeAPI {
+	case machinev1beta1.MachineAuthorityClusterAPI:
+		return 6
+	case machinev1beta1.MachineAuthorityMigrating:
+	default:
+		return 0
+	}
+	switch {
+	case !gate.HasPausedAnnotation(c):
+		return 5
+	case !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer):
+		return 4
+	case controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer):
+		return 3
+	case mapicond.IsTrue(m.Status.Conditions, gate.PausedCondition):
+		return 2
+	}
+	return 1
+}
+
+// stepToMachineAPI: 1 Migrating, 2 the Cluster API copy reports Paused=True at its
+// generation, 3 the Machine API finalizer is on, 4 the Cluster API finalizer is off, 5 done
+// (the Machine API side is unpaused by its status saying MachineAPI).
+func stepToMachineAPI(m *machinev1beta1.Machine, c *clusterv1.Machine) int {
+	switch m.Status.AuthoritativeAPI {
+	case machinev1beta1.MachineAuthorityMachineAPI:
+		return 5
+	case machinev1beta1.MachineAuthorityMigrating:
+	default:
+		return 0
+	}
+	pc := meta.FindStatusCondition(c.Status.Conditions, clusterv1.PausedCondition)
+	switch {
+	case !controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer):
+		return 4
+	case controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer):
+		return 3
+	case pc != nil && pc.Status == "True" && pc.ObservedGeneration >= c.Generation:
+		return 2
+	}
+	return 1
+}
+
+func crashSteps(name string, to machinev1beta1.MachineAuthority) []crashStep {
+	n := celNamed(name)
+	mapiF, capiF := machinev1beta1.MachineFinalizer, clusterv1.MachineFinalizer
+	const mapiGroup, capiGroup = "machine.openshift.io", "cluster.x-k8s.io"
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		return []crashStep{
+			{"Migrating", hold{"the Machine API copy's Paused=True", mapiGroup, "machines/status",
+				n + " && " + celHasCondition("object", "Paused", "True") + " && !" + celHasCondition("oldObject", "Paused", "True")}},
+			{"old side Paused=True", hold{"adding the Cluster API finalizer", capiGroup, "machines",
+				n + " && " + celHasFinalizer("object", capiF) + " && !" + celHasFinalizer("oldObject", capiF)}},
+			{"new-side finalizer added", hold{"removing the Machine API finalizer", mapiGroup, "machines",
+				n + " && " + celHasFinalizer("oldObject", mapiF) + " && !" + celHasFinalizer("object", mapiF)}},
+			{"old-side finalizer removed", hold{"unpausing the Cluster API copy", capiGroup, "machines",
+				n + " && " + celHasAnnotation("oldObject", clusterv1.PausedAnnotation) + " && !" + celHasAnnotation("object", clusterv1.PausedAnnotation)}},
+			{"new side unpaused", hold{"status.authoritativeAPI: ClusterAPI", mapiGroup, "machines/status",
+				n + " && object.status.?authoritativeAPI.orValue('') == 'ClusterAPI' && oldObject.status.?authoritativeAPI.orValue('') == 'Migrating'"}},
+		}
+	}
+	return []crashStep{
+		{"Migrating", hold{"the Cluster API copy's Paused=True", capiGroup, "machines/status",
+			n + " && " + celHasCondition("object", "Paused", "True") + " && !" + celHasCondition("oldObject", "Paused", "True")}},
+		{"old side Paused=True", hold{"adding the Machine API finalizer", mapiGroup, "machines",
+			n + " && " + celHasFinalizer("object", mapiF) + " && !" + celHasFinalizer("oldObject", mapiF)}},
+		{"new-side finalizer added", hold{"removing the Cluster API finalizer", capiGroup, "machines",
+			n + " && " + celHasFinalizer("oldObject", capiF) + " && !" + celHasFinalizer("object", capiF)}},
+		{"old-side finalizer removed", hold{"status.authoritativeAPI: MachineAPI (which unpauses the Machine API side)", mapiGroup, "machines/status",
+			n + " && object.status.?authoritativeAPI.orValue('') == 'MachineAPI' && oldObject.status.?authoritativeAPI.orValue('') == 'Migrating'"}},
+	}
+}
+
+// TestCrashAtEachStep stops the manager right after each step of a Machine's handover, both
+// ways, and restarts it: the handover completes from the objects alone, with the finalizers
+// never lost nor doubled, never both sides active, and no new cloud instance.
+//
+// Each step is made observable by a hold on the write that would take the handover past
+// it: the test waits until the objects show the step, stops the manager (the crash),
+// checks the stopped state, moves the hold one write further and restarts.
+func TestCrashAtEachStep(t *testing.T) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	e.SeedCluster("lab")
+	ctx := context.Background()
+	const name = "crashy"
+	if err := e.Client.Create(ctx, machine(name, "sim-east-1", "sim-east-1a")); err != nil {
+		t.Fatal(err)
+	}
+	var providerID string
+	e.Eventually(120*time.Second, "Running under the Machine API and synchronised", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if m.Spec.ProviderID != nil {
+			providerID = *m.Spec.ProviderID
+		}
+		return m.Status.Phase != nil && *m.Status.Phase == "Running" && c.Status.Phase == "Running" &&
+				m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+				condStatus(m.Status.Conditions, gate.PausedCondition) == "False",
+			fmt.Sprintf("phase %v capi %q %s", m.Status.Phase, c.Status.Phase, cond(m, synccommon.SynchronizedCondition)), nil
+	})
+	before, err := e.Cloud.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	crashThrough(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, stepToClusterAPI, providerID, before)
+	e.Eventually(120*time.Second, "the Cluster API runs the same instance", func(ctx context.Context) (bool, string, error) {
+		_, c, err := getBoth(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		sm := &infrav1.SimMachine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, sm); err != nil {
+			return false, err.Error(), nil
+		}
+		return sm.Spec.ProviderID == providerID && c.Status.Phase == "Running" && !gate.HasPausedAnnotation(sm),
+			fmt.Sprintf("sim providerID %q capi phase %q", sm.Spec.ProviderID, c.Status.Phase), nil
+	})
+	crashThrough(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, stepToMachineAPI, providerID, before)
+	e.Eventually(60*time.Second, "Running under the Machine API again", func(ctx context.Context) (bool, string, error) {
+		m, _, err := getBoth(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return m.Status.Phase != nil && *m.Status.Phase == "Running" && condStatus(m.Status.Conditions, gate.PausedCondition) == "False",
+			fmt.Sprintf("phase %v %s", m.Status.Phase, cond(m, gate.PausedCondition)), nil
+	})
+	checkNoNewInstance(t, e, before)
+	t.Run("MachineSet", func(t *testing.T) { testCrashMachineSet(t, e.For(t)) })
+}
+
+// crashThrough requests the move to `to` and crashes the manager at every step of it.
+func crashThrough(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority, step machineStep,
+	providerID string, before *api.Stats) {
+	t.Helper()
+	state := func(ctx context.Context) (int, string, []string, error) {
+		m, c, err := getBoth(ctx, e, name)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		return step(m, c), describeMachine(m, c), machineProblems(e, m, c, providerID, before), nil
+	}
+	crashLoop(t, e, "Machine "+name, crashSteps(name, to), func() { request(t, e, name, to) }, state)
+	m, c, err := getBoth(context.Background(), e, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mc := mapicond.Get(m.Status.Conditions, migration.MigrationCondition); mc == nil || mc.Reason != migration.CompletedReason {
+		t.Errorf("to %s: AuthorityMigration %s", to, cond(m, migration.MigrationCondition))
+	}
+	mapiF, capiF := controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer), controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer)
+	if to == machinev1beta1.MachineAuthorityClusterAPI && (mapiF || !capiF || gate.HasPausedAnnotation(c)) ||
+		to == machinev1beta1.MachineAuthorityMachineAPI && (!mapiF || capiF || !gate.HasPausedAnnotation(c)) {
+		t.Errorf("after the handover to %s: %s", to, describeMachine(m, c))
+	}
+}
+
+// crashLoop holds the handover before each step's next write in turn: it waits until the
+// objects show the step, stops the manager, checks the stopped state (state's problems must
+// be empty and the step exactly the one held), lifts the hold, holds the next write and
+// restarts. It then waits for the handover to complete and checks the final state too.
+// Every step must have been a stopping point.
+func crashLoop(t *testing.T, e *testenv.Env, what string, steps []crashStep, request func(),
+	state func(ctx context.Context) (step int, desc string, problems []string, err error)) {
+	t.Helper()
+	done := len(steps) + 1
+	lift := steps[0].hold.apply(e)
+	request()
+	var stoppedAt []int
+	for k := 1; k <= len(steps); k++ {
+		e.Eventually(120*time.Second, fmt.Sprintf("%s: step %d (%s)", what, k, steps[k-1].name), func(ctx context.Context) (bool, string, error) {
+			got, desc, _, err := state(ctx)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return got >= k, desc, nil
+		})
+		e.StopManager()
+		// The state as the crash left it (read after the manager is gone).
+		got, desc, problems, err := state(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stoppedAt = append(stoppedAt, got)
+		t.Logf("%s: crashed at step %d (%s): %s", what, got, steps[k-1].name, desc)
+		if got != k {
+			t.Errorf("%s: the manager stopped at step %d, want exactly step %d (%s)", what, got, k, steps[k-1].name)
+		}
+		for _, p := range problems {
+			t.Errorf("%s, crashed at step %d: %s", what, got, p)
+		}
+		lift()
+		if k < len(steps) {
+			lift = steps[k].hold.apply(e)
+		}
+		e.StartManager()
+	}
+	want := make([]int, len(steps))
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !reflect.DeepEqual(stoppedAt, want) {
+		t.Errorf("%s: the crashes hit steps %v, want every step %v", what, stoppedAt, want)
+	}
+	e.Eventually(120*time.Second, what+": handover completed after the last restart", func(ctx context.Context) (bool, string, error) {
+		got, desc, _, err := state(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return got == done, desc, nil
+	})
+	_, _, problems, err := state(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s, after the handover: %s", what, p)
+	}
+}
+
+// machineProblems: whatever step a crash stopped at, the copies keep a guard against losing
+// the instance (a controller finalizer on at least one side, none twice), both keep the sync
+// finalizer, no more than one side is active, the Machine keeps its instance and the cloud has
+// launched nothing.
+func machineProblems(e *testenv.Env, m *machinev1beta1.Machine, c *clusterv1.Machine, providerID string, before *api.Stats) []string {
+	p := copyProblems(m, c)
+	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) && !controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) {
+		p = append(p, "neither side holds its controller finalizer: "+describeMachine(m, c))
+	}
+	if m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && !gate.HasPausedAnnotation(c) {
+		p = append(p, "both sides active: "+describeMachine(m, c))
+	}
+	if m.Spec.ProviderID == nil || *m.Spec.ProviderID != providerID {
+		p = append(p, fmt.Sprintf("providerID changed to %v, want %s", m.Spec.ProviderID, providerID))
+	}
+	return append(p, newInstances(e, before)...)
+}
+
+// copyProblems: no finalizer twice on either copy, the sync finalizer on both, neither deleted.
+func copyProblems(objs ...client.Object) []string {
+	var p []string
+	for _, o := range objs {
+		seen := map[string]bool{}
+		for _, f := range o.GetFinalizers() {
+			if seen[f] {
+				p = append(p, fmt.Sprintf("%T %s has finalizer %s twice: %v", o, o.GetName(), f, o.GetFinalizers()))
+			}
+			seen[f] = true
+		}
+		if !seen[synccommon.SyncFinalizer] {
+			p = append(p, fmt.Sprintf("%T %s lost the sync finalizer: %v", o, o.GetName(), o.GetFinalizers()))
+		}
+		if !o.GetDeletionTimestamp().IsZero() {
+			p = append(p, fmt.Sprintf("%T %s is being deleted", o, o.GetName()))
+		}
+	}
+	return p
+}
+
+// newInstances reports RunInstances calls or launched instances since before.
+func newInstances(e *testenv.Env, before *api.Stats) []string {
+	now, err := e.Cloud.Stats(context.Background())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if runs := now.Operations["RunInstances"].Calls - before.Operations["RunInstances"].Calls; runs != 0 || now.InstancesCreated != before.InstancesCreated {
+		return []string{fmt.Sprintf("%d RunInstances call(s) and %d new instance(s) since the handovers began", runs, now.InstancesCreated-before.InstancesCreated)}
+	}
+	return nil
+}
+
+func checkNoNewInstance(t *testing.T, e *testenv.Env, before *api.Stats) {
+	t.Helper()
+	for _, p := range newInstances(e, before) {
+		t.Error(p)
+	}
+}
+
+func describeMachine(m *machinev1beta1.Machine, c *clusterv1.Machine) string {
+	pc := meta.FindStatusCondition(c.Status.Conditions, clusterv1.PausedCondition)
+	capiPaused := "<none>"
+	if pc != nil {
+		capiPaused = fmt.Sprintf("%s@%d/%d", pc.Status, pc.ObservedGeneration, c.Generation)
+	}
+	return fmt.Sprintf("status %q (spec %q) mapi finalizers %v Paused %s; capi finalizers %v paused-annotation %v Paused %s; %s",
+		m.Status.AuthoritativeAPI, m.Spec.AuthoritativeAPI, m.Finalizers, condStatus(m.Status.Conditions, gate.PausedCondition), c.Finalizers,
+		gate.HasPausedAnnotation(c), capiPaused, cond(m, migration.MigrationCondition))
+}
+
+// condStatus is the status of a Machine API condition, "" when it is missing.
+func condStatus(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) string {
+	if c := mapicond.Get(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}

@@ -1,0 +1,86 @@
+package migration_test
+
+import (
+	"context"
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/migration"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// One MachineHealthCheck watches two MachineSets, one owned by each API. Whichever API the
+// check belongs to, an unhealthy Machine of either set is replaced by that set's own API:
+//
+//   - a Machine API check deletes the Machine API copy; for the Cluster API-owned Machine the
+//     deletion reaches its Cluster API copy and the Cluster API MachineSet replaces it;
+//   - a Cluster API check marks the Cluster API copy OwnerRemediated=False; for the Machine
+//     API-owned Machine the sync carries that over and deletes the authoritative Machine API
+//     copy, and the Machine API MachineSet replaces it.
+//
+// Only the check with authority acts (breakAndWaitRemediatedBy counts both checks' events).
+func TestMixedClusterHealthCheck(t *testing.T) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	e.SeedCluster("lab")
+	ctx := context.Background()
+	const role, check = "mixed-worker", "mixed"
+	sets := map[string]machinev1beta1.MachineAuthority{
+		"mixed-m": machinev1beta1.MachineAuthorityMachineAPI,
+		"mixed-c": machinev1beta1.MachineAuthorityClusterAPI,
+	}
+	for name := range sets {
+		ms := machineSet(name, 1)
+		ms.Spec.Template.Labels["machine.openshift.io/cluster-api-machine-role"] = role
+		if err := e.Client.Create(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, owner := range sets {
+		waitSet(t, e, name, 1)
+		if owner == machinev1beta1.MachineAuthorityClusterAPI {
+			moveSet(t, e, name, owner)
+		}
+	}
+	if err := e.Client.Create(ctx, healthCheck(check, map[string]string{"machine.openshift.io/cluster-api-machine-role": role})); err != nil {
+		t.Fatal(err)
+	}
+	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityMachineAPI, "")
+
+	remediateBoth := func(t *testing.T, by machinev1beta1.MachineAuthority) {
+		for _, name := range []string{"mixed-m", "mixed-c"} {
+			breakAndWaitRemediatedBy(t, e.For(t), name, check, by)
+			waitSet(t, e.For(t), name, 1)
+			assertOwner(t, e.For(t), name, sets[name])
+		}
+	}
+	t.Run("MachineAPICheck", func(t *testing.T) { remediateBoth(t, machinev1beta1.MachineAuthorityMachineAPI) })
+
+	requestCheck(t, e, check, machinev1beta1.MachineAuthorityClusterAPI)
+	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityClusterAPI, migration.CompletedReason)
+	t.Run("ClusterAPICheck", func(t *testing.T) { remediateBoth(t, machinev1beta1.MachineAuthorityClusterAPI) })
+}
+
+// assertOwner checks that the set's Machines still belong to the API that owns the set:
+// remediation replaced them without moving anything between the APIs.
+func assertOwner(t *testing.T, e *testenv.Env, set string, owner machinev1beta1.MachineAuthority) {
+	t.Helper()
+	ms, _, err := getSets(context.Background(), e, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.Status.AuthoritativeAPI != owner {
+		t.Fatalf("MachineSet %s is %s-authoritative after remediation, want %s", set, ms.Status.AuthoritativeAPI, owner)
+	}
+	var list machinev1beta1.MachineList
+	if err := e.Client.List(context.Background(), &list, client.InNamespace(mapiNS),
+		client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Items {
+		if m.DeletionTimestamp.IsZero() && m.Status.AuthoritativeAPI != owner {
+			t.Errorf("replacement Machine %s of %s is %q-authoritative, want %s", m.Name, set, m.Status.AuthoritativeAPI, owner)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package sync_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// runningMirrored creates a Machine API-authoritative Machine and waits until it runs on an
+// instance and its paused Cluster API mirror exists; it returns the instance ID.
+func runningMirrored(t *testing.T, e *testenv.Env, name string) (*machinev1beta1.Machine, string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, mapiMachine(name, "")); err != nil {
+		t.Fatal(err)
+	}
+	var m *machinev1beta1.Machine
+	e.Eventually(90*time.Second, name+" Running with a mirror", func(ctx context.Context) (bool, string, error) {
+		var err error
+		if m, err = getMAPI(ctx, e, name); err != nil {
+			return false, err.Error(), nil
+		}
+		_, errC := getCAPI(ctx, e, name)
+		return m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning && errC == nil,
+			fmt.Sprintf("phase %v mirror %v", m.Status.Phase, errC), nil
+	})
+	list := e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))
+	if len(list) != 1 {
+		t.Fatalf("%d instances for %s", len(list), name)
+	}
+	return m, list[0].InstanceID
+}
+
+// addCAPIFinalizer puts the Cluster API machine controller's finalizer on the mirror, as the
+// controller would have while the copy was authoritative (a migration interrupted before it
+// moved the finalizers).
+func addCAPIFinalizer(t *testing.T, e *testenv.Env, name string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := getCAPI(ctx, e, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := c.DeepCopy()
+	controllerutil.AddFinalizer(c, clusterv1.MachineFinalizer)
+	if err := e.Client.Patch(ctx, c, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stripFinalizers removes finalizers from o by hand, the way an administrator unsticks an
+// object, leaving the rest as it is.
+func stripFinalizers(t *testing.T, e *testenv.Env, o client.Object, which ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+		t.Fatal(err)
+	}
+	base := o.DeepCopyObject().(client.Object)
+	for _, f := range which {
+		controllerutil.RemoveFinalizer(o, f)
+	}
+	if err := e.Client.Patch(ctx, o, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitGoneOnceTerminated waits until both copies are gone and the instance is terminated,
+// and checks that exactly one instance was terminated and none launched since before.
+func waitGoneOnceTerminated(t *testing.T, e *testenv.Env, name, instance string, before *api.Stats) {
+	t.Helper()
+	e.Eventually(90*time.Second, "both copies gone, instance terminated", func(ctx context.Context) (bool, string, error) {
+		_, errM := getMAPI(ctx, e, name)
+		_, errC := getCAPI(ctx, e, name)
+		inst, err := e.Cloud.GetInstance(ctx, instance)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return apierrors.IsNotFound(errM) && apierrors.IsNotFound(errC) && inst.State == api.StateTerminated,
+			fmt.Sprintf("mapi: %v capi: %v instance %s", errM, errC, inst.State), nil
+	})
+	after, err := e.Cloud.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := after.InstancesTerminated - before.InstancesTerminated; n != 1 {
+		t.Errorf("%d instances terminated, want exactly 1", n)
+	}
+	if n := after.InstancesCreated - before.InstancesCreated; n != 0 {
+		t.Errorf("%d instances launched during the deletion", n)
+	}
+	// Nothing comes back.
+	time.Sleep(2 * time.Second)
+	if _, err := getCAPI(context.Background(), e, name); !apierrors.IsNotFound(err) {
+		t.Errorf("the Cluster API copy came back: %v", err)
+	}
+}
+
+// The sync finalizer lets deletions be synchronised and never leaves an object stuck,
+// including when one side is already gone and when both sides' controllers added finalizers.
+func testDeletionFinalizers(t *testing.T) {
+	ctx := context.Background()
+	t.Run("BothControllersFinalizers_BothCopiesGo_InstanceDeletedOnce", func(t *testing.T) {
+		e := env.For(t)
+		m, instance := runningMirrored(t, e, "fin-both")
+		addCAPIFinalizer(t, e, "fin-both")
+		c, _ := getCAPI(ctx, e, "fin-both")
+		for _, f := range []string{machinev1beta1.MachineFinalizer, synccommon.SyncFinalizer} {
+			if !controllerutil.ContainsFinalizer(m, f) {
+				t.Fatalf("Machine API copy lacks %s: %v", f, m.Finalizers)
+			}
+		}
+		for _, f := range []string{clusterv1.MachineFinalizer, synccommon.SyncFinalizer} {
+			if !controllerutil.ContainsFinalizer(c, f) {
+				t.Fatalf("Cluster API copy lacks %s: %v", f, c.Finalizers)
+			}
+		}
+		before, err := e.Cloud.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Client.Delete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		waitGoneOnceTerminated(t, e, "fin-both", instance, before)
+	})
+
+	t.Run("MirrorAlreadyGone_MachineAPICopyDeleted", func(t *testing.T) {
+		e := env.For(t)
+		m, instance := runningMirrored(t, e, "fin-no-capi")
+		before, err := e.Cloud.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// With the controllers down, the mirror is removed for good by hand, then the Machine
+		// API copy is deleted.
+		e.StopManager()
+		c, _ := getCAPI(ctx, e, "fin-no-capi")
+		if err := e.Client.Delete(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		stripFinalizers(t, e, c, synccommon.SyncFinalizer, clusterv1.MachineFinalizer)
+		if err := e.Client.Delete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		e.StartManager()
+		waitGoneOnceTerminated(t, e, "fin-no-capi", instance, before)
+	})
+
+	t.Run("AuthoritativeCopyAlreadyGone_MirrorDeletedNotStuck", func(t *testing.T) {
+		e := env.For(t)
+		m, instance := runningMirrored(t, e, "fin-no-mapi")
+		addCAPIFinalizer(t, e, "fin-no-mapi")
+		before, err := e.Cloud.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// With the controllers down, an administrator deletes the Machine API copy and takes
+		// the sync finalizer off it; the Machine API controller still deletes the instance.
+		e.StopManager()
+		if err := e.Client.Delete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		stripFinalizers(t, e, m, synccommon.SyncFinalizer)
+		e.StartManager()
+		waitGoneOnceTerminated(t, e, "fin-no-mapi", instance, before)
+	})
+}
