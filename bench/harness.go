@@ -74,7 +74,7 @@ func startEnv(groups string) (*env, error) {
 	}
 	e := &env{dir: dir}
 	ctx := context.Background()
-	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, Progress: os.Stderr}); err != nil {
+	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Progress: os.Stderr}); err != nil {
 		return nil, err
 	}
 	if e.client, err = client.New(e.lab.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
@@ -99,7 +99,16 @@ func startEnv(groups string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mgr = exec.Command(os.Args[0], "manager", "--kubeconfig", e.lab.KubeconfigPath, "--cloud-url", e.cloud.URL(),
+	// The manager runs as in a real cluster: its ServiceAccount identity with the generated roles.
+	mcfg, err := e.lab.ManagerConfig()
+	if err != nil {
+		return nil, err
+	}
+	mkc := filepath.Join(dir, "manager.kubeconfig")
+	if err := lab.WriteKubeconfig(mkc, mcfg, "bench"); err != nil {
+		return nil, err
+	}
+	e.mgr = exec.Command(os.Args[0], "manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
 		"--controllers", groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr,
 		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf

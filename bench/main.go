@@ -2,6 +2,9 @@
 // the issues ask for. It is not a test: nothing here passes or fails on time.
 //
 //	go run ./bench mapi-scale -n 100 -n 1000
+//	go run ./bench capi-scale -n 1000
+//	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
+//	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
 //
 // Each run starts a fresh lab (etcd + kube-apiserver), the simulated cloud with zero delays
 // and its kubelet in this process, and `machina manager` as a child process, so the
@@ -62,8 +65,10 @@ func main() {
 }
 
 var scenarios = map[string]func(n int) (result, error){
-	"mapi-scale": mapiScale,
-	"capi-scale": capiScale,
+	"mapi-scale":   mapiScale,
+	"capi-scale":   capiScale,
+	"migrate":      migrateScale,
+	"sync-latency": syncLatency,
 }
 
 func usage() {

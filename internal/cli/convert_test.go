@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -10,28 +8,10 @@ import (
 
 const docTestdata = "../convert/document/testdata/"
 
-// runConvertCmd runs `machina convert args...` in-process and returns stdout, stderr and the
-// exit code Execute would return.
+// runConvertCmd runs `machina convert args...` in-process (see runCommand).
 func runConvertCmd(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := newConvertCommand()
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	code := 0
-	if err != nil {
-		code = 1
-		var ee *ExitError
-		if errors.As(err, &ee) {
-			code = ee.Code
-		}
-		errOut.WriteString("Error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), code
+	return runCommandIn(t, newConvertCommand, stdin, args...)
 }
 
 func TestConvertCommand(t *testing.T) {

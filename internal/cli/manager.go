@@ -15,16 +15,18 @@ import (
 func init() { addCommand(newManagerCommand) }
 
 type managerFlags struct {
-	kubeconfig      string
-	controllers     string
-	metricsAddr     string
-	probeAddr       string
-	leaderElect     bool
-	leaderNamespace string
-	leaderID        string
-	cloudURL        string
-	qps             float32
-	burst           int
+	kubeconfig             string
+	controllers            string
+	metricsAddr            string
+	probeAddr              string
+	leaderElect            bool
+	leaderNamespace        string
+	leaderID               string
+	cloudURL               string
+	autoscalerFieldManager string
+	webhook                manager.WebhookEnv
+	qps                    float32
+	burst                  int
 }
 
 func newManagerCommand() *cobra.Command {
@@ -61,7 +63,7 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			mgr, err := manager.New(cfg, manager.Options{
 				MetricsAddr: f.metricsAddr, HealthProbeAddr: f.probeAddr,
 				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
-				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL},
+				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook},
 			})
 			if err != nil {
 				return err
@@ -84,6 +86,11 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	fl.StringVar(&f.leaderID, "leader-election-id", "machina-manager", "name of the leader-election Lease")
 	fl.StringVar(&f.cloudURL, "cloud-url", "", "endpoint of the simulated cloud, for the simulated provider's controllers")
+	fl.StringVar(&f.autoscalerFieldManager, "autoscaler-field-manager", manager.DefaultAutoscalerFieldManager,
+		"field manager of the cluster autoscaler: its replicas changes on a Cluster API MachineSet mirror are carried over to the authoritative Machine API MachineSet")
+	fl.StringVar(&f.webhook.ListenAddr, "webhook-bind-address", "", `HTTPS address of the admission webhook (group "admission"); default 127.0.0.1 on a free port, for an apiserver on this host`)
+	fl.StringVar(&f.webhook.Service, "webhook-service", "", `Service through which the apiserver reaches the webhook, "namespace/name:port" (in a cluster; then --webhook-bind-address is typically ":9443")`)
+	fl.StringVar(&f.webhook.CertDir, "webhook-cert-dir", "", "directory with tls.crt, tls.key and ca.crt for the webhook (for example a mounted cert-manager Secret); a self-signed certificate is made when empty")
 	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
 	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
 	return cmd

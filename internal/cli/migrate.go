@@ -14,6 +14,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/migration"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/scheme"
@@ -33,21 +34,23 @@ func newMigrateCommand() *cobra.Command {
 	f := &migrateFlags{}
 	cmd := &cobra.Command{
 		Use:   "migrate KIND/NAME... --to ClusterAPI|MachineAPI",
-		Short: "Move Machines or MachineSets between the Machine API and the Cluster API",
+		Short: "Move Machines, MachineSets or MachineHealthChecks between the Machine API and the Cluster API",
 		Long: `Ask machina to hand authority over Machine API resources to the Cluster API, or back.
 
-machina migrate sets spec.authoritativeAPI on each Machine API resource named; the migration
-controller then checks that the resource is synchronised, marks it Migrating, pauses the old
-side's controllers, moves finalizers and lets the new side take over. Nothing about the cloud
-instances changes.
+machina migrate sets spec.authoritativeAPI on each Machine API resource named (for a
+MachineHealthCheck, whose type has no such field, the machina.dev/authoritative-api
+annotation); the migration controller then checks that the resource is synchronised, marks it
+Migrating, pauses the old side's controllers, moves finalizers and lets the new side take
+over. Nothing about the cloud instances changes.
 
-KIND is machine or machineset (plural and short forms work: machines, ms). With --wait the
-command shows each resource's progress (synchronised, migrating, paused, done) and exits
-non-zero if a resource cannot migrate (the reason is printed) or --timeout passes. Without
---wait it only records the request.`,
+KIND is machine, machineset or machinehealthcheck (plural and short forms work: machines,
+ms, mhc). With --wait the command shows each resource's progress (synchronised, migrating,
+paused, done) and exits non-zero if a resource cannot migrate (the reason is printed) or
+--timeout passes. Without --wait it only records the request.`,
 		Example: `  machina migrate machineset/lab-worker-a --to ClusterAPI --wait
   machina migrate machine/lab-worker-a-x7k2p machine/lab-worker-a-9fj3q --to MachineAPI
-  machina migrate ms/lab-worker-a --to MachineAPI --wait --timeout 2m`,
+  machina migrate ms/lab-worker-a --to MachineAPI --wait --timeout 2m
+  machina migrate machinehealthcheck/lab-workers --to ClusterAPI --wait`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMigrate(cmd.Context(), f, args, cmd.OutOrStdout())
@@ -79,10 +82,10 @@ func parseTargets(args []string) ([]target, error) {
 			out = append(out, target{kind: "Machine", name: name, obj: &machinev1beta1.Machine{}})
 		case "machineset", "machinesets", "ms", "machineset.machine.openshift.io":
 			out = append(out, target{kind: "MachineSet", name: name, obj: &machinev1beta1.MachineSet{}})
-		case "machinehealthcheck", "machinehealthchecks", "mhc":
-			return nil, fmt.Errorf("%q: migrating MachineHealthChecks is not supported yet (they are mirrored, and stay with the Machine API)", a)
+		case "machinehealthcheck", "machinehealthchecks", "mhc", "machinehealthcheck.machine.openshift.io":
+			out = append(out, target{kind: "MachineHealthCheck", name: name, obj: &machinev1beta1.MachineHealthCheck{}})
 		default:
-			return nil, fmt.Errorf("%q: unknown kind %q: want machine or machineset", a, kind)
+			return nil, fmt.Errorf("%q: unknown kind %q: want machine, machineset or machinehealthcheck", a, kind)
 		}
 	}
 	return out, nil
@@ -125,6 +128,8 @@ func runMigrate(ctx context.Context, f *migrateFlags, args []string, out io.Writ
 			o.Spec.AuthoritativeAPI = to
 		case *machinev1beta1.MachineSet:
 			o.Spec.AuthoritativeAPI = to
+		case *machinev1beta1.MachineHealthCheck:
+			o.Annotations = synccommon.MergeMap(o.Annotations, map[string]string{gate.MHCAuthoritativeAPIAnnotation: string(to)})
 		}
 		if err := c.Patch(ctx, t.obj, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("%s %s: %w", t.kind, t.name, err)
@@ -188,6 +193,8 @@ func progress(o client.Object, to machinev1beta1.MachineAuthority) (state string
 		status, conds = x.Status.AuthoritativeAPI, x.Status.Conditions
 	case *machinev1beta1.MachineSet:
 		status, conds = x.Status.AuthoritativeAPI, x.Status.Conditions
+	case *machinev1beta1.MachineHealthCheck:
+		status, conds = machinev1beta1.MachineAuthority(x.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]), x.Status.Conditions
 	}
 	if status == to {
 		return "done", true, ""

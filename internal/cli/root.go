@@ -41,6 +41,10 @@ Start here:
   machina up          a complete lab on this machine: kube-apiserver, etcd, the simulated
                       cloud and every controller; prints the KUBECONFIG to use
   machina manager     run the controllers against an existing cluster
+  machina plan        which Machine API resources can move to the Cluster API today
+  machina migrate     hand a Machine, MachineSet or MachineHealthCheck to the other API
+  machina describe    a cluster's machines in both APIs side by side
+  machina convert     what Machine API YAML becomes in the Cluster API, offline
   machina version     print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

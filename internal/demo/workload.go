@@ -41,6 +41,12 @@ func EnsureWorkload(ctx context.Context, c client.Client, cl Cluster) error {
 	return create(ctx, c, mhc)
 }
 
+// MachineSet returns a Machine API MachineSet of the demo's shape (simulated provider, worker
+// role, the cluster's user data) for zone.
+func MachineSet(cl Cluster, name, zone string, replicas int32) *machinev1beta1.MachineSet {
+	return machineSet(cl, name, zone, replicas)
+}
+
 func machineSet(cl Cluster, name, zone string, replicas int32) *machinev1beta1.MachineSet {
 	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
 		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},

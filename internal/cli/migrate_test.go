@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/migration"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+func TestMigrateTargets(t *testing.T) {
+	got, err := parseTargets([]string{"mhc/a", "machinehealthchecks/b", "MachineHealthCheck/c", "ms/d", "machine/e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"MachineHealthCheck/a", "MachineHealthCheck/b", "MachineHealthCheck/c", "MachineSet/d", "Machine/e"}
+	for i, tg := range got {
+		if tg.kind+"/"+tg.name != want[i] {
+			t.Errorf("target %d: %s/%s, want %s", i, tg.kind, tg.name, want[i])
+		}
+		if _, ok := tg.obj.(*machinev1beta1.MachineHealthCheck); ok != (tg.kind == "MachineHealthCheck") {
+			t.Errorf("target %d: object %T for kind %s", i, tg.obj, tg.kind)
+		}
+	}
+	if _, err := parseTargets([]string{"node/x"}); err == nil || !strings.Contains(err.Error(), "want machine, machineset or machinehealthcheck") {
+		t.Errorf("unknown kind: %v", err)
+	}
+	if _, err := parseTargets([]string{"mhc"}); err == nil || !strings.Contains(err.Error(), "want KIND/NAME") {
+		t.Errorf("missing name: %v", err)
+	}
+}
+
+// progress reads a MachineHealthCheck's authority from its annotation and the same conditions
+// as the other kinds.
+func TestMigrateProgressMachineHealthCheck(t *testing.T) {
+	mhc := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		gate.MHCStatusAuthoritativeAPIAnnotation: "Migrating"}}}
+	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: migration.MigrationCondition, Status: corev1.ConditionFalse, Reason: migration.WaitingForPausedReason}}
+	if state, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "migrating: pausing the old side" || done || failure != "" {
+		t.Errorf("migrating: %q %v %q", state, done, failure)
+	}
+	mhc.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] = "ClusterAPI"
+	if state, done, _ := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "done" || !done {
+		t.Errorf("moved: %q %v", state, done)
+	}
+	mhc.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] = "MachineAPI"
+	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: synccommon.SynchronizedCondition, Status: corev1.ConditionFalse,
+		Reason: synccommon.ConversionFailedReason, Message: "spec.remediationTemplate.namespace: Invalid value"}}
+	if _, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); done || !strings.Contains(failure, "spec.remediationTemplate.namespace") {
+		t.Errorf("unconvertible: %v %q", done, failure)
+	}
+}
+
+// execMigrate runs `machina migrate` in-process: stdout, stderr and the exit code.
+func execMigrate(args ...string) (string, string, int) {
+	cmd := newMigrateCommand()
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	cmd.SetContext(context.Background())
+	code := 0
+	if err := cmd.Execute(); err != nil {
+		code = 1
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		}
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestMigrateMachineHealthCheckCommand moves a MachineHealthCheck to the Cluster API and back
+// with `machina migrate --wait` against a lab, and shows a check that cannot convert failing
+// with the reason.
+func TestMigrateMachineHealthCheckCommand(t *testing.T) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	cl := e.SeedCluster("lab")
+	ctx := context.Background()
+	check := func(name string) *machinev1beta1.MachineHealthCheck {
+		return &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.MachineAPINamespace},
+			Spec: machinev1beta1.MachineHealthCheckSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}},
+				UnhealthyConditions: []machinev1beta1.UnhealthyCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: time.Minute}}}}}
+	}
+	if err := e.Client.Create(ctx, check("cli-check")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "cli-check synchronised", func(ctx context.Context) (bool, string, error) {
+		m := &machinev1beta1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: "cli-check"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		return mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+			m.Annotations[gate.MHCSynchronizedGenerationAnnotation] != "", "", nil
+	})
+	kc := "--kubeconfig=" + e.Lab.KubeconfigPath
+	capiPaused := func() bool {
+		c := &clusterv1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.ClusterAPINamespace, Name: "cli-check"}, c); err != nil {
+			t.Fatal(err)
+		}
+		return gate.HasPausedAnnotation(c)
+	}
+	for _, to := range []string{"ClusterAPI", "MachineAPI"} {
+		out, errOut, code := execMigrate(kc, "mhc/cli-check", "--to", to, "--wait", "--timeout", "2m")
+		t.Logf("machina migrate mhc/cli-check --to %s --wait:\n%s%s", to, out, errOut)
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		for _, want := range []string{"machinehealthcheck/cli-check: authority requested: " + to, "machinehealthcheck/cli-check: done",
+			"all 1 resource(s) are " + to + "-authoritative"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q", want)
+			}
+		}
+		if paused := capiPaused(); paused != (to == "MachineAPI") {
+			t.Errorf("after the move to %s the Cluster API copy's paused annotation is %v", to, paused)
+		}
+	}
+
+	bad := check("cli-unmovable")
+	bad.Spec.RemediationTemplate = &corev1.ObjectReference{APIVersion: "remediation.example.com/v1", Kind: "RebootTemplate", Name: "r", Namespace: "elsewhere"}
+	if err := e.Client.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "cli-unmovable decided", func(ctx context.Context) (bool, string, error) {
+		m := &machinev1beta1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(bad), m); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+		return c != nil && c.Status == corev1.ConditionFalse, "", nil
+	})
+	_, errOut, code := execMigrate(kc, "machinehealthcheck/cli-unmovable", "--to", "ClusterAPI", "--wait", "--timeout", "1m")
+	if code != 1 || !strings.Contains(errOut, "machinehealthcheck/cli-unmovable cannot migrate to ClusterAPI") ||
+		!strings.Contains(errOut, "spec.remediationTemplate.namespace") {
+		t.Fatalf("unconvertible check: exit %d, want 1 with the reason: %s", code, errOut)
+	}
+}

@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// clusterPlanner checks live resources: conversion of the side that would hand over, plus
+// the state the migration controller requires before it starts.
+type clusterPlanner struct {
+	c  client.Client
+	ns synccommon.Namespaces
+	to machinev1beta1.MachineAuthority
+
+	capiMachines map[string]*clusterv1.Machine
+}
+
+func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAuthority) ([]planItem, error) {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, &ExitError{Code: planExitBadInput, Err: err}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, &ExitError{Code: planExitBadInput, Err: err}
+	}
+	p := &clusterPlanner{c: c, ns: synccommon.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
+		capiMachines: map[string]*clusterv1.Machine{}}
+	var sets machinev1beta1.MachineSetList
+	var machines machinev1beta1.MachineList
+	var mhcs machinev1beta1.MachineHealthCheckList
+	var capiMachines clusterv1.MachineList
+	for _, l := range []struct {
+		list client.ObjectList
+		ns   string
+	}{{&sets, f.mapiNS}, {&machines, f.mapiNS}, {&mhcs, f.mapiNS}, {&capiMachines, f.capiNS}} {
+		if err := c.List(ctx, l.list, client.InNamespace(l.ns)); err != nil {
+			return nil, &ExitError{Code: planExitBadInput, Err: fmt.Errorf("reading the cluster: %w", err)}
+		}
+	}
+	for i := range capiMachines.Items {
+		p.capiMachines[capiMachines.Items[i].Name] = &capiMachines.Items[i]
+	}
+	var items []planItem
+	for i := range sets.Items {
+		items = append(items, p.machineSet(ctx, &sets.Items[i], machines.Items))
+	}
+	for i := range machines.Items {
+		items = append(items, p.machine(ctx, &machines.Items[i]))
+	}
+	for i := range mhcs.Items {
+		items = append(items, p.mhc(ctx, &mhcs.Items[i]))
+	}
+	return items, nil
+}
+
+// start fills in the authority and reports whether there is anything left to check.
+func (p *clusterPlanner) start(it *planItem, spec, status machinev1beta1.MachineAuthority) bool {
+	it.authority = string(status)
+	if it.authority == "" {
+		it.authority = "(not set yet)"
+	}
+	if status == p.to {
+		it.done = true
+		return false
+	}
+	switch {
+	case status == machinev1beta1.MachineAuthorityMigrating:
+		it.notes = append(it.notes, "a migration is in progress")
+	case spec == p.to:
+		it.notes = append(it.notes, "a migration to "+string(p.to)+" has been requested")
+	}
+	return true
+}
+
+func (p *clusterPlanner) machine(ctx context.Context, m *machinev1beta1.Machine) planItem {
+	it := planItem{kind: "Machine", name: m.Name}
+	if !p.start(&it, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI) {
+		return it
+	}
+	capi := p.capiMachines[m.Name]
+	var errs field.ErrorList
+	var err error
+	if p.to == machinev1beta1.MachineAuthorityClusterAPI {
+		errs, err = p.convertMachineToCAPI(ctx, m)
+	} else {
+		errs, err = p.convertMachineToMAPI(ctx, capi)
+	}
+	p.addConversion(&it, errs, err)
+	p.addSync(&it, m.Status.Conditions, m.Status.AuthoritativeAPI, m.Generation, capiGeneration(capi), m.Status.SynchronizedGeneration)
+	return it
+}
+
+func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine) planItem {
+	it := planItem{kind: "MachineSet", name: ms.Name}
+	if !p.start(&it, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI) {
+		return it
+	}
+	capi := &clusterv1.MachineSet{}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: ms.Name}, capi); err != nil {
+		if !apierrors.IsNotFound(err) {
+			it.blockers = append(it.blockers, "reading the Cluster API copy: "+err.Error())
+		}
+		capi = nil
+	}
+	var errs field.ErrorList
+	var err error
+	if p.to == machinev1beta1.MachineAuthorityClusterAPI {
+		cctx, cerr := synccommon.ContextFor(ctx, p.c, p.ns, synccommon.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
+		if err = cerr; err == nil {
+			_, _, errs = convert.ToClusterAPIMachineSet(ms, cctx)
+		}
+	} else if capi == nil {
+		err = fmt.Errorf("no Cluster API copy %s/%s to convert back", p.ns.ClusterAPI, ms.Name)
+	} else {
+		ref := capi.Spec.Template.Spec.InfrastructureRef
+		var tmpl client.Object
+		if tmpl, err = p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name); err == nil {
+			var cctx convert.Context
+			if cctx, err = synccommon.ContextFor(ctx, p.c, p.ns, ref.Kind); err == nil {
+				_, _, errs = convert.ToMachineAPIMachineSet(capi, tmpl, cctx)
+			}
+		}
+	}
+	p.addConversion(&it, errs, err)
+	var capiGen int64
+	if capi != nil {
+		capiGen = capi.Generation
+	}
+	p.addSync(&it, ms.Status.Conditions, ms.Status.AuthoritativeAPI, ms.Generation, capiGen, ms.Status.SynchronizedGeneration)
+	// The handover also waits until every Machine of the set is mirrored in both APIs.
+	for i := range machines {
+		m := &machines[i]
+		if ownedBy(m.OwnerReferences, "MachineSet", ms.Name) && p.capiMachines[m.Name] == nil {
+			it.blockers = append(it.blockers, fmt.Sprintf("Machine %s has no Cluster API copy yet", m.Name))
+		}
+	}
+	if capi != nil {
+		mapiNames := map[string]bool{}
+		for i := range machines {
+			mapiNames[machines[i].Name] = true
+		}
+		for _, cm := range p.capiMachines {
+			if ownedBy(cm.OwnerReferences, "MachineSet", ms.Name) && !mapiNames[cm.Name] {
+				it.blockers = append(it.blockers, fmt.Sprintf("Cluster API Machine %s has no Machine API copy yet", cm.Name))
+			}
+		}
+	}
+	return it
+}
+
+func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealthCheck) planItem {
+	it := planItem{kind: "MachineHealthCheck", name: h.Name}
+	status := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation])
+	spec := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCAuthoritativeAPIAnnotation])
+	if !p.start(&it, spec, status) {
+		return it
+	}
+	cctx, err := synccommon.ClusterContext(ctx, p.c, p.ns)
+	var errs field.ErrorList
+	if err == nil {
+		if p.to == machinev1beta1.MachineAuthorityClusterAPI {
+			_, _, errs = convert.ToClusterAPIMachineHealthCheck(h, cctx)
+		} else {
+			capi := &clusterv1.MachineHealthCheck{}
+			if err = p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: h.Name}, capi); err == nil {
+				_, _, errs = convert.ToMachineAPIMachineHealthCheck(capi, cctx)
+			} else if apierrors.IsNotFound(err) {
+				err = fmt.Errorf("no Cluster API copy %s/%s to convert back", p.ns.ClusterAPI, h.Name)
+			}
+		}
+	}
+	p.addConversion(&it, errs, err)
+	p.addSync(&it, h.Status.Conditions, machinev1beta1.MachineAuthorityMigrating, 0, 0, 0) // no generation bookkeeping for MHCs
+	return it
+}
+
+func (p *clusterPlanner) convertMachineToCAPI(ctx context.Context, m *machinev1beta1.Machine) (field.ErrorList, error) {
+	cctx, err := synccommon.ContextFor(ctx, p.c, p.ns, synccommon.ProviderSpecKind(m.Spec.ProviderSpec))
+	if err != nil {
+		return nil, err
+	}
+	_, _, errs := convert.ToClusterAPIMachine(m, cctx)
+	return errs, nil
+}
+
+func (p *clusterPlanner) convertMachineToMAPI(ctx context.Context, capi *clusterv1.Machine) (field.ErrorList, error) {
+	if capi == nil {
+		return nil, fmt.Errorf("no Cluster API copy in %s to convert back", p.ns.ClusterAPI)
+	}
+	ref := capi.Spec.InfrastructureRef
+	infra, err := p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name)
+	if err != nil {
+		return nil, err
+	}
+	cctx, err := synccommon.ContextFor(ctx, p.c, p.ns, ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	_, _, errs := convert.ToMachineAPIMachine(capi, infra, cctx)
+	return errs, nil
+}
+
+// infra reads an InfraMachine or InfraMachineTemplate of a kind machina's scheme knows.
+func (p *clusterPlanner) infra(ctx context.Context, group, kind, name string) (client.Object, error) {
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Group != group || gvk.Kind != kind {
+			continue
+		}
+		o, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			continue
+		}
+		obj, ok := o.(client.Object)
+		if !ok {
+			continue
+		}
+		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: name}, obj); err != nil {
+			return nil, fmt.Errorf("reading %s %s/%s: %w", kind, p.ns.ClusterAPI, name, err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return obj, nil
+	}
+	return nil, fmt.Errorf("%s: no conversion for infrastructure kind %s", schema.GroupKind{Group: group, Kind: kind}, kind)
+}
+
+func (p *clusterPlanner) addConversion(it *planItem, errs field.ErrorList, err error) {
+	if err != nil {
+		it.blockers = append(it.blockers, "cannot convert: "+err.Error())
+	}
+	for _, e := range errs {
+		it.blockers = append(it.blockers, e.Error())
+	}
+}
+
+// addSync adds the synchronisation state the migration controller requires: Synchronized
+// True, and a mirror that has caught up with the current authority's generation.
+func (p *clusterPlanner) addSync(it *planItem, conds []machinev1beta1.Condition, status machinev1beta1.MachineAuthority, mapiGen, capiGen, synced int64) {
+	if b := conditionBlocker(conds, synccommon.SynchronizedCondition); b != "" {
+		// A failed conversion is already listed field by field.
+		if c := mapicond.Get(conds, synccommon.SynchronizedCondition); c == nil || c.Reason != synccommon.ConversionFailedReason || len(it.blockers) == 0 {
+			it.blockers = append(it.blockers, b)
+		}
+		return
+	}
+	want, side := mapiGen, "Machine API"
+	if status == machinev1beta1.MachineAuthorityClusterAPI {
+		want, side = capiGen, "Cluster API"
+	}
+	if status != machinev1beta1.MachineAuthorityMigrating && want != 0 && synced != want {
+		it.blockers = append(it.blockers, fmt.Sprintf("the mirror is behind: synchronised generation %d, the %s copy is at generation %d", synced, side, want))
+	}
+}
+
+func capiGeneration(m *clusterv1.Machine) int64 {
+	if m == nil {
+		return 0
+	}
+	return m.Generation
+}
+
+func ownedBy(refs []metav1OwnerReference, kind, name string) bool {
+	for _, r := range refs {
+		if r.Kind == kind && r.Name == name {
+			return true
+		}
+	}
+	return false
+}
