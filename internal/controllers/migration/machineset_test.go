@@ -10,6 +10,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -136,6 +138,34 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 	if ptr.Deref(ms.Spec.Replicas, 0) != 1 {
 		t.Errorf("Machine API replicas %d after the round trip, want 1 (the Cluster API's)", ptr.Deref(ms.Spec.Replicas, 0))
 	}
+
+	// Remove it: deleting the authoritative MachineSet takes its Machines, both copies of
+	// each, and their instances with it.
+	var left machinev1beta1.MachineList
+	if err := e.Client.List(ctx, &left, client.InNamespace("openshift-machine-api"), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "scaler"}); err != nil {
+		t.Fatal(err)
+	}
+	var instances []string
+	for _, m := range left.Items {
+		if pid, err := api.ParseProviderID(ptr.Deref(m.Spec.ProviderID, "")); err == nil {
+			instances = append(instances, pid.InstanceID)
+		}
+	}
+	if len(instances) != 1 {
+		t.Fatalf("want the one remaining Machine's instance, have %v", instances)
+	}
+	if err := e.Client.Delete(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(2*time.Minute, "MachineSet, Machines and instances gone in both APIs", func(ctx context.Context) (bool, string, error) {
+		m, c, _, desc := machinesOf(ctx, e, "scaler")
+		mapiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "scaler"}, &machinev1beta1.MachineSet{}))
+		capiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "scaler"}, &clusterv1.MachineSet{}))
+		inst, err := e.Cloud.GetInstance(ctx, instances[0])
+		gone := err != nil || !inst.State.Alive()
+		return m == 0 && c == 0 && mapiGone && capiGone && gone,
+			fmt.Sprintf("%s; mapi set gone %v capi set gone %v; instance gone %v", desc, mapiGone, capiGone, gone), nil
+	})
 }
 
 // scaleTo scales the Cluster API MachineSet through its scale subresource, as kubectl scale

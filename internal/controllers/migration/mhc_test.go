@@ -21,6 +21,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -62,8 +63,15 @@ func getChecks(ctx context.Context, e *testenv.Env, name string) (*machinev1beta
 // patchCheck changes the Machine API MachineHealthCheck's annotations (nil value removes one).
 func patchCheck(t *testing.T, e *testenv.Env, name string, annotations map[string]*string) {
 	t.Helper()
+	patchCheckAs(t, e.Client, name, annotations)
+}
+
+// patchCheckAs is patchCheck with the given client (machina's identity may write the
+// annotations that play the part of status; admission refuses them to anyone else).
+func patchCheckAs(t *testing.T, c client.Client, name string, annotations map[string]*string) {
+	t.Helper()
 	m := &machinev1beta1.MachineHealthCheck{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
 		t.Fatal(err)
 	}
 	base := m.DeepCopy()
@@ -77,7 +85,7 @@ func patchCheck(t *testing.T, e *testenv.Env, name string, annotations map[strin
 			m.Annotations[k] = *v
 		}
 	}
-	if err := e.Client.Patch(context.Background(), m, client.MergeFrom(base)); err != nil {
+	if err := c.Patch(context.Background(), m, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -380,8 +388,17 @@ func testMHCRollbackAfterCrash(t *testing.T, e *testenv.Env) {
 	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, "")
 	e.StopManager()
 	// What the migration controller had written when it crashed: Migrating from ClusterAPI,
-	// and the paused annotation on the Cluster API copy.
-	patchCheck(t, e, name, map[string]*string{
+	// and the paused annotation on the Cluster API copy (written as machina, whose
+	// annotations these are).
+	mcfg, err := e.Lab.ManagerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	machina, err := client.New(mcfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchCheckAs(t, machina, name, map[string]*string{
 		gate.MHCAuthoritativeAPIAnnotation:       ptr.To("MachineAPI"),
 		gate.MHCStatusAuthoritativeAPIAnnotation: ptr.To("Migrating"),
 		gate.MHCSynchronizedAPIAnnotation:        ptr.To("ClusterAPI"),
