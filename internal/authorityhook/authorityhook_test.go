@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/authorityhook"
-	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -28,14 +27,7 @@ func TestAuthorityWebhook(t *testing.T) {
 	e.SeedCluster("lab") // namespaces, Infrastructure, Cluster
 
 	admin := e.Client // the lab administrator (system:masters)
-	mcfg, err := e.Lab.ManagerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	machina, err := client.New(mcfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	machina := e.ManagerClient()
 
 	// The manager registers the webhook; wait until the apiserver calls it.
 	e.Eventually(time.Minute, "webhook registered and answering", func(ctx context.Context) (bool, string, error) {

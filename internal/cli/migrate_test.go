@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -64,27 +62,6 @@ func TestMigrateProgressMachineHealthCheck(t *testing.T) {
 	}
 }
 
-// execMigrate runs `machina migrate` in-process: stdout, stderr and the exit code.
-func execMigrate(args ...string) (string, string, int) {
-	cmd := newMigrateCommand()
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	cmd.SetContext(context.Background())
-	code := 0
-	if err := cmd.Execute(); err != nil {
-		code = 1
-		var ee *ExitError
-		if errors.As(err, &ee) {
-			code = ee.Code
-		}
-		errOut.WriteString("Error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), code
-}
-
 // TestMigrateMachineHealthCheckCommand moves a MachineHealthCheck to the Cluster API and back
 // with `machina migrate --wait` against a lab, and shows a check that cannot convert failing
 // with the reason.
@@ -118,7 +95,7 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		return gate.HasPausedAnnotation(c)
 	}
 	for _, to := range []string{"ClusterAPI", "MachineAPI"} {
-		out, errOut, code := execMigrate(kc, "mhc/cli-check", "--to", to, "--wait", "--timeout", "2m")
+		out, errOut, code := runCommand(t, newMigrateCommand, kc, "mhc/cli-check", "--to", to, "--wait", "--timeout", "2m")
 		t.Logf("machina migrate mhc/cli-check --to %s --wait:\n%s%s", to, out, errOut)
 		if code != 0 {
 			t.Fatalf("exit %d", code)
@@ -147,7 +124,7 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
 		return c != nil && c.Status == corev1.ConditionFalse, "", nil
 	})
-	_, errOut, code := execMigrate(kc, "machinehealthcheck/cli-unmovable", "--to", "ClusterAPI", "--wait", "--timeout", "1m")
+	_, errOut, code := runCommand(t, newMigrateCommand, kc, "machinehealthcheck/cli-unmovable", "--to", "ClusterAPI", "--wait", "--timeout", "1m")
 	if code != 1 || !strings.Contains(errOut, "machinehealthcheck/cli-unmovable cannot migrate to ClusterAPI") ||
 		!strings.Contains(errOut, "spec.remediationTemplate.namespace") {
 		t.Fatalf("unconvertible check: exit %d, want 1 with the reason: %s", code, errOut)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -164,27 +165,40 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 
 func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealthCheck) planItem {
 	it := planItem{kind: "MachineHealthCheck", name: h.Name}
+	// The check's authority lives in annotations (see internal/gate); unset means MachineAPI.
 	status := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation])
+	if status == "" {
+		status = machinev1beta1.MachineAuthorityMachineAPI
+	}
 	spec := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCAuthoritativeAPIAnnotation])
 	if !p.start(&it, spec, status) {
 		return it
 	}
+	capi := &clusterv1.MachineHealthCheck{}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: h.Name}, capi); err != nil {
+		if !apierrors.IsNotFound(err) {
+			it.blockers = append(it.blockers, "reading the Cluster API copy: "+err.Error())
+		}
+		capi = nil
+	}
 	cctx, err := synccommon.ClusterContext(ctx, p.c, p.ns)
 	var errs field.ErrorList
-	if err == nil {
-		if p.to == machinev1beta1.MachineAuthorityClusterAPI {
-			_, _, errs = convert.ToClusterAPIMachineHealthCheck(h, cctx)
-		} else {
-			capi := &clusterv1.MachineHealthCheck{}
-			if err = p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: h.Name}, capi); err == nil {
-				_, _, errs = convert.ToMachineAPIMachineHealthCheck(capi, cctx)
-			} else if apierrors.IsNotFound(err) {
-				err = fmt.Errorf("no Cluster API copy %s/%s to convert back", p.ns.ClusterAPI, h.Name)
-			}
-		}
+	switch {
+	case err != nil:
+	case p.to == machinev1beta1.MachineAuthorityClusterAPI:
+		_, _, errs = convert.ToClusterAPIMachineHealthCheck(h, cctx)
+	case capi == nil:
+		err = fmt.Errorf("no Cluster API copy %s/%s to convert back", p.ns.ClusterAPI, h.Name)
+	default:
+		_, _, errs = convert.ToMachineAPIMachineHealthCheck(capi, cctx)
 	}
 	p.addConversion(&it, errs, err)
-	p.addSync(&it, h.Status.Conditions, machinev1beta1.MachineAuthorityMigrating, 0, 0, 0) // no generation bookkeeping for MHCs
+	var capiGen int64
+	if capi != nil {
+		capiGen = capi.Generation
+	}
+	synced, _ := strconv.ParseInt(h.Annotations[gate.MHCSynchronizedGenerationAnnotation], 10, 64)
+	p.addSync(&it, h.Status.Conditions, status, h.Generation, capiGen, synced)
 	return it
 }
 

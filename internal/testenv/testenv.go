@@ -217,3 +217,18 @@ func (e *Env) SeedCluster(name string) demo.Cluster {
 	}
 	return cl
 }
+
+// ManagerClient is a client with machina's own identity (the lab's ManagerUser and only the
+// generated roles), for tests that act as the controllers would.
+func (e *Env) ManagerClient() client.Client {
+	e.T.Helper()
+	cfg, err := e.Lab.ManagerConfig()
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return c
+}

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -42,6 +43,9 @@ func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("migration-machine").
 		For(&machinev1beta1.Machine{}, inNamespace(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toMachineAPIKey(r.Namespaces.MachineAPI), inNamespace(r.Namespaces.ClusterAPI)).
+		// Handovers of different Machines are independent; each waits on other controllers
+		// between its steps, so several at once keep a bulk migration moving.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(r)
 }
 

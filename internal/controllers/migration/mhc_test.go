@@ -21,7 +21,6 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
-	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -390,15 +389,7 @@ func testMHCRollbackAfterCrash(t *testing.T, e *testenv.Env) {
 	// What the migration controller had written when it crashed: Migrating from ClusterAPI,
 	// and the paused annotation on the Cluster API copy (written as machina, whose
 	// annotations these are).
-	mcfg, err := e.Lab.ManagerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	machina, err := client.New(mcfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	patchCheckAs(t, machina, name, map[string]*string{
+	patchCheckAs(t, e.ManagerClient(), name, map[string]*string{
 		gate.MHCAuthoritativeAPIAnnotation:       ptr.To("MachineAPI"),
 		gate.MHCStatusAuthoritativeAPIAnnotation: ptr.To("Migrating"),
 		gate.MHCSynchronizedAPIAnnotation:        ptr.To("ClusterAPI"),
