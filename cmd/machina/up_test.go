@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,14 +79,14 @@ func startUp(t *testing.T, bin, stateDir string) *upProcess {
 	return u
 }
 
-func (u *upProcess) waitFor(t *testing.T, substr string, timeout time.Duration) {
+func (u *upProcess) waitFor(t *testing.T, substr string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
 		select {
 		case l := <-u.lines:
 			if strings.Contains(l, substr) {
-				return
+				return l
 			}
 		case <-u.done:
 			t.Fatalf("machina up exited before printing %q:\n%s", substr, u.all.String())
@@ -150,6 +151,26 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	u.waitFor(t, "machina lab is up", 3*time.Minute)
 	u.waitFor(t, "export KUBECONFIG="+filepath.Join(stateDir, "kubeconfig"), 5*time.Second)
 	u.waitFor(t, "machina migrate machineset/lab-worker-a --to ClusterAPI --wait", 5*time.Second)
+	// The printed metrics endpoint serves machina's own metrics.
+	line := u.waitFor(t, "Metrics: http://", 5*time.Second)
+	metricsURL := strings.Fields(line[strings.Index(line, "Metrics: ")+len("Metrics: "):])[0]
+	metricsDeadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(metricsURL)
+		body := ""
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+		if strings.Contains(body, `machina_machines{api="machine.openshift.io"`) && strings.Contains(body, "controller_runtime_reconcile_total") {
+			break
+		}
+		if time.Now().After(metricsDeadline) {
+			t.Fatalf("%s: no machina_machines for the demo's Machines (%v):\n%.2000s", metricsURL, err, body)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	defer cloud.Close()
 	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", cloud.URL())
 
-	mgrErr, err := startLabManager(ctx, dir, l, groups, cloud.URL())
+	mgrErr, metricsAddr, err := startLabManager(ctx, dir, l, groups, cloud.URL())
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,9 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 		fmt.Fprintf(progress, "machina up: demo seeded: cluster %q, MachineSets %s in %s, MachineHealthCheck lab-workers\n",
 			f.clusterName, strings.Join(demo.MachineSetNames, ", "), manager.DefaultMachineAPINamespace)
 		next = `kubectl get machinesets.machine.openshift.io,machines.machine.openshift.io -n openshift-machine-api
+  machina plan
   machina migrate machineset/` + demo.MachineSetNames[0] + ` --to ClusterAPI --wait
+  machina describe
   kubectl get machinesets.cluster.x-k8s.io,machines.cluster.x-k8s.io -n openshift-cluster-api`
 	}
 
@@ -165,9 +168,9 @@ machina lab is up. In another terminal:
   export KUBECONFIG=%s
   %s
 
-Simulated cloud: %s   Press Ctrl-C to stop.
+Simulated cloud: %s   Metrics: http://%s/metrics   Press Ctrl-C to stop.
 Data is kept in %s (logs in %s).
-`, l.KubeconfigPath, next, cloud.URL(), dir, filepath.Join(dir, "logs"))
+`, l.KubeconfigPath, next, cloud.URL(), metricsAddr, dir, filepath.Join(dir, "logs"))
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -209,20 +212,25 @@ func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*se
 }
 
 // startLabManager runs the controllers in this process; the returned channel yields
-// the manager's result when it stops.
-func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manager.Group, cloudURL string) (<-chan error, error) {
+// the manager's result when it stops, and the address of its metrics endpoint.
+func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manager.Group, cloudURL string) (<-chan error, string, error) {
 	cfg, err := l.ManagerConfig()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "0",
+	metricsAddr := "127.0.0.1:0"
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil { // a free port to print
+		metricsAddr = ln.Addr().String()
+		_ = ln.Close()
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: metricsAddr, HealthProbeAddr: "0",
 		Groups: groups, Env: manager.Env{CloudURL: cloudURL}})
 	if err != nil {
-		return nil, fmt.Errorf("controllers: %w", err)
+		return nil, "", fmt.Errorf("controllers: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return done, nil
+	return done, metricsAddr, nil
 }
 
 // seedDemo creates the demo cluster and its Machine API workload (idempotent: a persistent
