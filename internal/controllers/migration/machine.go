@@ -9,12 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
@@ -41,8 +38,8 @@ func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, rec eventRe
 func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machine").
-		For(&machinev1beta1.Machine{}, inNamespace(r.Namespaces.MachineAPI)).
-		Watches(&clusterv1.Machine{}, toMachineAPIKey(r.Namespaces.MachineAPI), inNamespace(r.Namespaces.ClusterAPI)).
+		For(&machinev1beta1.Machine{}, synccommon.InNamespace(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.Machine{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
 		// Handovers of different Machines are independent; each waits on other controllers
 		// between its steps, so several at once keep a bulk migration moving.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
@@ -227,14 +224,4 @@ func removeFinalizers(ctx context.Context, c client.Client, o client.Object, fs 
 		return false, nil
 	}
 	return true, c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-}
-
-func inNamespace(ns string) builder.Predicates {
-	return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
-}
-
-func toMachineAPIKey(ns string) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlRequest {
-		return []ctrlRequest{{NamespacedName: clientKey(ns, o.GetName())}}
-	})
 }

@@ -36,8 +36,8 @@ func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, rec even
 func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machineset").
-		For(&machinev1beta1.MachineSet{}, inNamespace(r.Namespaces.MachineAPI)).
-		Watches(&clusterv1.MachineSet{}, toMachineAPIKey(r.Namespaces.MachineAPI), inNamespace(r.Namespaces.ClusterAPI)).
+		For(&machinev1beta1.MachineSet{}, synccommon.InNamespace(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.MachineSet{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }
 

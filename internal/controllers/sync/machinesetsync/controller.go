@@ -16,11 +16,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
@@ -48,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := func(name string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: name}}}
 	}
-	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request { return key(o.GetName()) })
+	byName := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
 	byOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		for _, ref := range o.GetOwnerReferences() {
 			if ref.Kind == "MachineSet" {
@@ -57,9 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-	inNS := func(ns string) builder.Predicates {
-		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
-	}
+	inNS := synccommon.InNamespace
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
 		For(&machinev1beta1.MachineSet{}, inNS(r.Namespaces.MachineAPI)).

@@ -13,16 +13,13 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
@@ -48,12 +45,8 @@ type Reconciler struct {
 
 // SetupWithManager watches both copies and the InfraMachine.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: o.GetName()}}}
-	})
-	inNS := func(ns string) builder.Predicates {
-		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
-	}
+	toKey := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
+	inNS := synccommon.InNamespace
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machine").
 		For(&machinev1beta1.Machine{}, inNS(r.Namespaces.MachineAPI)).

@@ -14,17 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
@@ -43,12 +38,8 @@ type Reconciler struct {
 
 // SetupWithManager watches both copies.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: o.GetName()}}}
-	})
-	inNS := func(ns string) builder.Predicates {
-		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
-	}
+	byName := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
+	inNS := synccommon.InNamespace
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machinehealthcheck").
 		For(&machinev1beta1.MachineHealthCheck{}, inNS(r.Namespaces.MachineAPI)).
