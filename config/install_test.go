@@ -33,7 +33,6 @@ import (
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
-	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -49,25 +48,13 @@ func TestInstalledManager(t *testing.T) {
 	t.Run("ServerSideDryRunOfEveryManifest", func(t *testing.T) { testDryRun(e.For(t)) })
 }
 
-func managerClient(e *testenv.Env) client.Client {
-	e.T.Helper()
-	cfg, err := e.Lab.ManagerConfig()
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return c
-}
 
 // The manager's identity is a ServiceAccount's, not an administrator's, and RBAC limits it:
 // it may do what the controllers need and not what they do not.
 func testIdentity(e *testenv.Env) {
 	t, ctx := e.T, context.Background()
 	ssr := &authenticationv1.SelfSubjectReview{}
-	if err := managerClient(e).Create(ctx, ssr); err != nil {
+	if err := e.ManagerClient().Create(ctx, ssr); err != nil {
 		t.Fatal(err)
 	}
 	ui := ssr.Status.UserInfo
