@@ -48,7 +48,6 @@ func TestInstalledManager(t *testing.T) {
 	t.Run("ServerSideDryRunOfEveryManifest", func(t *testing.T) { testDryRun(e.For(t)) })
 }
 
-
 // The manager's identity is a ServiceAccount's, not an administrator's, and RBAC limits it:
 // it may do what the controllers need and not what they do not.
 func testIdentity(e *testenv.Env) {
