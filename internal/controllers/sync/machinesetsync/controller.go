@@ -10,7 +10,6 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -70,16 +69,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	mapi := &machinev1beta1.MachineSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
-		mapi = nil
-	} else if err != nil {
-		return ctrl.Result{}, err
-	}
-	capi := &clusterv1.MachineSet{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); apierrors.IsNotFound(err) {
-		capi = nil
-	} else if err != nil {
+	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, req.NamespacedName, r.Namespaces.ClusterAPI, &machinev1beta1.MachineSet{}, &clusterv1.MachineSet{})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {

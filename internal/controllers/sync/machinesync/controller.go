@@ -11,8 +11,8 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,11 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	mapi, err := r.getMAPI(ctx, req.Name)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	capi, err := r.getCAPI(ctx, req.Name)
+	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: req.Name},
+		r.Namespaces.ClusterAPI, &machinev1beta1.Machine{}, &clusterv1.Machine{})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,24 +129,6 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 		mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
 	}
 	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-}
-
-func (r *Reconciler) getMAPI(ctx context.Context, name string) (*machinev1beta1.Machine, error) {
-	m := &machinev1beta1.Machine{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.MachineAPI, Name: name}, m)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return m, err
-}
-
-func (r *Reconciler) getCAPI(ctx context.Context, name string) (*clusterv1.Machine, error) {
-	m := &clusterv1.Machine{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: name}, m)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return m, err
 }
 
 func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {

@@ -157,17 +157,6 @@ func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.M
 		}
 		return nil
 	}
-	base := mapi.DeepCopy()
-	changed := synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail)
-	if len(errs) > 0 && changed {
-		r.event(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
-	}
-	if generation > 0 && mapi.Status.SynchronizedGeneration != generation {
-		mapi.Status.SynchronizedGeneration = generation
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return synccommon.WriteSynchronized(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions, &mapi.Status.SynchronizedGeneration,
+		reason, errs, detail, generation)
 }

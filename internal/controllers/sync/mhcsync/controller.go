@@ -11,7 +11,6 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -58,16 +57,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	mapi := &machinev1beta1.MachineHealthCheck{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mapi); apierrors.IsNotFound(err) {
-		mapi = nil
-	} else if err != nil {
-		return ctrl.Result{}, err
-	}
-	capi := &clusterv1.MachineHealthCheck{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); apierrors.IsNotFound(err) {
-		capi = nil
-	} else if err != nil {
+	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, req.NamespacedName, r.Namespaces.ClusterAPI, &machinev1beta1.MachineHealthCheck{}, &clusterv1.MachineHealthCheck{})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
@@ -177,14 +168,8 @@ func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machi
 }
 
 func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, reason string, errs field.ErrorList, detail error) error {
-	base := mapi.DeepCopy()
-	if !synccommon.SetSynchronized(&mapi.Status.Conditions, reason, errs, detail) {
-		return nil
-	}
-	if len(errs) > 0 && r.Recorder != nil {
-		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
-	}
-	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	// The synchronised generation of a MachineHealthCheck is an annotation (recordGeneration).
+	return synccommon.WriteSynchronized(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions, nil, reason, errs, detail, 0)
 }
 
 // recordGeneration notes on the Machine API copy which generation of the authoritative copy
