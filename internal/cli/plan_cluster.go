@@ -27,6 +27,7 @@ type clusterPlanner struct {
 	to machinev1beta1.MachineAuthority
 
 	capiMachines map[string]*clusterv1.Machine
+	mapiMachines map[string]bool // names of the Machine API Machines
 }
 
 func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAuthority) ([]planItem, error) {
@@ -39,7 +40,7 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
 	p := &clusterPlanner{c: c, ns: synccommon.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
-		capiMachines: map[string]*clusterv1.Machine{}}
+		capiMachines: map[string]*clusterv1.Machine{}, mapiMachines: map[string]bool{}}
 	var sets machinev1beta1.MachineSetList
 	var machines machinev1beta1.MachineList
 	var mhcs machinev1beta1.MachineHealthCheckList
@@ -54,6 +55,9 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 	}
 	for i := range capiMachines.Items {
 		p.capiMachines[capiMachines.Items[i].Name] = &capiMachines.Items[i]
+	}
+	for i := range machines.Items {
+		p.mapiMachines[machines.Items[i].Name] = true
 	}
 	var items []planItem
 	for i := range sets.Items {
@@ -145,17 +149,13 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 	// The handover also waits until every Machine of the set is mirrored in both APIs.
 	for i := range machines {
 		m := &machines[i]
-		if ownedBy(m.OwnerReferences, "MachineSet", ms.Name) && p.capiMachines[m.Name] == nil {
+		if ownerOf(m.OwnerReferences, "MachineSet") == ms.Name && p.capiMachines[m.Name] == nil {
 			it.blockers = append(it.blockers, fmt.Sprintf("Machine %s has no Cluster API copy yet", m.Name))
 		}
 	}
 	if capi != nil {
-		mapiNames := map[string]bool{}
-		for i := range machines {
-			mapiNames[machines[i].Name] = true
-		}
 		for _, cm := range p.capiMachines {
-			if ownedBy(cm.OwnerReferences, "MachineSet", ms.Name) && !mapiNames[cm.Name] {
+			if ownerOf(cm.OwnerReferences, "MachineSet") == ms.Name && !p.mapiMachines[cm.Name] {
 				it.blockers = append(it.blockers, fmt.Sprintf("Cluster API Machine %s has no Machine API copy yet", cm.Name))
 			}
 		}
@@ -284,13 +284,4 @@ func capiGeneration(m *clusterv1.Machine) int64 {
 		return 0
 	}
 	return m.Generation
-}
-
-func ownedBy(refs []metav1OwnerReference, kind, name string) bool {
-	for _, r := range refs {
-		if r.Kind == kind && r.Name == name {
-			return true
-		}
-	}
-	return false
 }
