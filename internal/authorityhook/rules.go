@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,13 +26,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-)
 
-// Annotations of a MachineHealthCheck's authority (its upstream type has no fields for it;
-// internal/gate owns these names).
-const (
-	mhcAuthority       = "machina.dev/authoritative-api"
-	mhcStatusAuthority = "machina.dev/status-authoritative-api"
+	"github.com/machina-dev/machina/internal/gate"
 )
 
 // Namespaces pairs the Machine API namespace with the Cluster API one.
@@ -61,7 +57,7 @@ func (r *Rules) MachineAPICreate(ctx context.Context, req admission.Request) adm
 	}
 	authority, field := "", "spec.authoritativeAPI"
 	if kind == "MachineHealthCheck" {
-		authority, field = obj.GetAnnotations()[mhcAuthority], "metadata.annotations["+mhcAuthority+"]"
+		authority, field = obj.GetAnnotations()[gate.MHCAuthoritativeAPIAnnotation], "metadata.annotations["+gate.MHCAuthoritativeAPIAnnotation+"]"
 	} else {
 		authority, _, _ = unstructured.NestedString(obj.Object, "spec", "authoritativeAPI")
 	}
@@ -121,18 +117,18 @@ func (r *Rules) ClusterAPICreate(ctx context.Context, req admission.Request) adm
 	return admission.Denied(fmt.Sprintf(
 		"metadata.annotations: the Machine API %s %s/%s mirrors this resource and its authority is %s, so the Cluster API copy must be created "+
 			"with the %s annotation; to let the Cluster API own it, run 'machina migrate %s/%s --to ClusterAPI' instead",
-		kind, r.Namespaces.MachineAPI, name, authority, clusterv1.PausedAnnotation, lower(kind), name))
+		kind, r.Namespaces.MachineAPI, name, authority, clusterv1.PausedAnnotation, strings.ToLower(kind), name))
 }
 
 // mirrorAuthority is the Machine API copy's current authority (status, else the request).
 func mirrorAuthority(kind string, o *unstructured.Unstructured) string {
 	if kind == "MachineHealthCheck" {
 		a := o.GetAnnotations()
-		if a[mhcStatusAuthority] != "" {
-			return a[mhcStatusAuthority]
+		if a[gate.MHCStatusAuthoritativeAPIAnnotation] != "" {
+			return a[gate.MHCStatusAuthoritativeAPIAnnotation]
 		}
-		if a[mhcAuthority] != "" {
-			return a[mhcAuthority]
+		if a[gate.MHCAuthoritativeAPIAnnotation] != "" {
+			return a[gate.MHCAuthoritativeAPIAnnotation]
 		}
 		return string(machinev1beta1.MachineAuthorityMachineAPI)
 	}
@@ -154,14 +150,4 @@ func (r *Rules) exists(ctx context.Context, gvk schema.GroupVersionKind, ns, nam
 		return false, nil
 	}
 	return false, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, name, err)
-}
-
-func lower(kind string) string {
-	switch kind {
-	case "MachineSet":
-		return "machineset"
-	case "MachineHealthCheck":
-		return "machinehealthcheck"
-	}
-	return "machine"
 }

@@ -20,16 +20,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-)
 
-// synchronizedCondition is the sync controllers' condition on Machine API objects.
-const synchronizedCondition = "Synchronized"
-
-// Where a MachineHealthCheck's requested and current authority are recorded (its upstream
-// type has no fields for them; see internal/gate).
-const (
-	mhcAuthority       = "machina.dev/authoritative-api"
-	mhcStatusAuthority = "machina.dev/status-authoritative-api"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
 )
 
 var (
@@ -144,11 +137,11 @@ func gather(ctx context.Context, src *Source) []prometheus.Metric {
 		for i := range mhcs.Items {
 			h := &mhcs.Items[i]
 			countConditions(notSynced, "MachineHealthCheck", h.Status.Conditions)
-			current := h.Annotations[mhcStatusAuthority]
+			current := h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
 			if current == "" {
 				current = string(machinev1beta1.MachineAuthorityMachineAPI)
 			}
-			if want := h.Annotations[mhcAuthority]; want != "" && want != current {
+			if want := h.Annotations[gate.MHCAuthoritativeAPIAnnotation]; want != "" && want != current {
 				pending["MachineHealthCheck"]++
 			}
 		}
@@ -178,7 +171,7 @@ func gather(ctx context.Context, src *Source) []prometheus.Metric {
 
 func countConditions(into map[condKey]float64, kind string, conds []machinev1beta1.Condition) {
 	for _, c := range conds {
-		if c.Type == synchronizedCondition && c.Status == corev1.ConditionFalse {
+		if c.Type == synccommon.SynchronizedCondition && c.Status == corev1.ConditionFalse {
 			into[condKey{kind, c.Reason}]++
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -26,7 +28,7 @@ func mapiMachine(name, phase string, spec, status machinev1beta1.MachineAuthorit
 		m.Status.Phase = ptr.To(phase)
 	}
 	if synced != "" {
-		m.Status.Conditions = []machinev1beta1.Condition{{Type: synchronizedCondition, Status: synced, Reason: map[corev1.ConditionStatus]string{
+		m.Status.Conditions = []machinev1beta1.Condition{{Type: synccommon.SynchronizedCondition, Status: synced, Reason: map[corev1.ConditionStatus]string{
 			corev1.ConditionTrue: "ResourceSynchronized", corev1.ConditionFalse: "ConversionFailed"}[synced]}}
 	}
 	return m
@@ -50,7 +52,7 @@ func TestCollector(t *testing.T) {
 			Spec:   machinev1beta1.MachineSetSpec{AuthoritativeAPI: machinev1beta1.MachineAuthorityClusterAPI},
 			Status: machinev1beta1.MachineSetStatus{AuthoritativeAPI: machinev1beta1.MachineAuthorityMachineAPI}},
 		&machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: mapiNS,
-			Annotations: map[string]string{mhcAuthority: "MachineAPI"}}},
+			Annotations: map[string]string{gate.MHCAuthoritativeAPIAnnotation: "MachineAPI"}}},
 		// Objects in other namespaces are not counted.
 		&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}},
 	}
