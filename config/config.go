@@ -1,6 +1,6 @@
 // Package config holds machina's install manifests (kustomize directories, see
 // docs/install.md) and embeds the ones the lab installs itself: the manager's RBAC
-// (rbac/) and the simulated provider's aggregated role (sim/). crd/ and admission/ embed
+// (rbac/) and the providers' aggregated roles (sim/, aws/). crd/ and admission/ embed
 // their own files.
 package config
 
@@ -12,7 +12,7 @@ import (
 	"github.com/machina-dev/machina/config/render"
 )
 
-//go:embed rbac/*.yaml sim/*.yaml
+//go:embed rbac/*.yaml sim/*.yaml aws/*.yaml
 var files embed.FS
 
 // Namespace is where the manager runs; its ServiceAccount machina-manager there is the
@@ -31,10 +31,10 @@ const AggregateToManagerLabel = "cluster.x-k8s.io/aggregate-to-manager"
 const InfrastructureRole = "machina-manager-infrastructure"
 
 // RBAC returns the manager's ServiceAccount, roles and bindings (config/rbac) and the
-// simulated provider's aggregated ClusterRole (config/sim), as kubectl apply -k renders them.
+// providers' aggregated ClusterRoles (config/sim, config/aws), as kubectl apply -k renders them.
 func RBAC() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, dir := range []string{"rbac", "sim"} {
+	for _, dir := range []string{"rbac", "sim", "aws"} {
 		objs, err := render.Render(files, dir)
 		if err != nil {
 			return nil, err

@@ -74,7 +74,9 @@ func testIdentity(e *testenv.Env) {
 		{"", "secrets", "delete", "", false},
 		{"rbac.authorization.k8s.io", "clusterrolebindings", "create", "", false},
 		{"apiextensions.k8s.io", "customresourcedefinitions", "update", "", false},
-		{"infrastructure.cluster.x-k8s.io", "awsmachines", "get", "", false}, // no provider role for it here
+		{"infrastructure.cluster.x-k8s.io", "awsmachines", "patch", "", true}, // config/aws, aggregated
+		{"infrastructure.cluster.x-k8s.io", "awsclusters", "delete", "", false},
+		{"infrastructure.cluster.x-k8s.io", "awsmanagedclusters", "get", "", false}, // no provider role for it
 		{"apps", "deployments", "list", "", false},
 	} {
 		res, sub, _ := strings.Cut(tc.resource, "/")

@@ -16,15 +16,17 @@ import (
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // clusterPlanner checks live resources: conversion of the side that would hand over, plus
 // the state the migration controller requires before it starts.
 type clusterPlanner struct {
-	c  client.Client
-	ns synccommon.Namespaces
-	to machinev1beta1.MachineAuthority
+	c         client.Client
+	ns        synccommon.Namespaces
+	to        machinev1beta1.MachineAuthority
+	providers *provider.Registry
 
 	capiMachines map[string]*clusterv1.Machine
 	mapiMachines map[string]bool // names of the Machine API Machines
@@ -40,6 +42,7 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
 	p := &clusterPlanner{c: c, ns: synccommon.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
+		providers:    provider.Builtin(),
 		capiMachines: map[string]*clusterv1.Machine{}, mapiMachines: map[string]bool{}}
 	var sets machinev1beta1.MachineSetList
 	var machines machinev1beta1.MachineList
@@ -124,7 +127,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 	var errs field.ErrorList
 	var err error
 	if p.to == machinev1beta1.MachineAuthorityClusterAPI {
-		cctx, cerr := synccommon.ContextFor(ctx, p.c, p.ns, synccommon.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
+		cctx, cerr := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, synccommon.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
 		if err = cerr; err == nil {
 			_, _, errs = convert.ToClusterAPIMachineSet(ms, cctx)
 		}
@@ -135,7 +138,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 		var tmpl client.Object
 		if tmpl, err = p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name); err == nil {
 			var cctx convert.Context
-			if cctx, err = synccommon.ContextFor(ctx, p.c, p.ns, ref.Kind); err == nil {
+			if cctx, err = synccommon.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind); err == nil {
 				_, _, errs = convert.ToMachineAPIMachineSet(capi, tmpl, cctx)
 			}
 		}
@@ -203,7 +206,7 @@ func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealt
 }
 
 func (p *clusterPlanner) convertMachineToCAPI(ctx context.Context, m *machinev1beta1.Machine) (field.ErrorList, error) {
-	cctx, err := synccommon.ContextFor(ctx, p.c, p.ns, synccommon.ProviderSpecKind(m.Spec.ProviderSpec))
+	cctx, err := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, synccommon.ProviderSpecKind(m.Spec.ProviderSpec))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +223,7 @@ func (p *clusterPlanner) convertMachineToMAPI(ctx context.Context, capi *cluster
 	if err != nil {
 		return nil, err
 	}
-	cctx, err := synccommon.ContextFor(ctx, p.c, p.ns, ref.Kind)
+	cctx, err := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -230,18 +233,19 @@ func (p *clusterPlanner) convertMachineToMAPI(ctx context.Context, capi *cluster
 
 // infra reads an InfraMachine or InfraMachineTemplate of a kind machina's scheme knows.
 func (p *clusterPlanner) infra(ctx context.Context, group, kind, name string) (client.Object, error) {
-	for gvk := range scheme.Scheme.AllKnownTypes() {
-		if gvk.Group != group || gvk.Kind != kind {
+	prov, err := p.providers.ForInfraKind(schema.GroupKind{Group: group, Kind: kind})
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range prov.InfraKinds() {
+		if gvk.Kind != kind {
 			continue
 		}
 		o, err := scheme.Scheme.New(gvk)
 		if err != nil {
-			continue
+			return nil, err
 		}
-		obj, ok := o.(client.Object)
-		if !ok {
-			continue
-		}
+		obj := o.(client.Object)
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns.ClusterAPI, Name: name}, obj); err != nil {
 			return nil, fmt.Errorf("reading %s %s/%s: %w", kind, p.ns.ClusterAPI, name, err)
 		}

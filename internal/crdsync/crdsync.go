@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Source is one CRD manifest taken from a module.
@@ -21,6 +23,10 @@ type Source struct {
 	Module string // module path, resolved at the version go.mod pins
 	Path   string // file inside the module
 	Dest   string // file under config/crd/upstream
+	// LabelsFrom, when set, is a kustomization.yaml inside the module whose commonLabels the
+	// provider's own release adds to the CRD (CAPA marks the Cluster API contract that way);
+	// they are added to metadata.labels, the rest of the file stays byte-for-byte.
+	LabelsFrom string
 }
 
 // Sources lists every upstream CRD machina installs.
@@ -38,11 +44,13 @@ var Sources = []Source{
 	},
 	capi("clusters"), capi("clusterclasses"), capi("machines"), capi("machinesets"),
 	capi("machinedeployments"), capi("machinepools"), capi("machinehealthchecks"), capi("machinedrainrules"),
+	capa("awsclusters"), capa("awsmachines"), capa("awsmachinetemplates"),
 }
 
 const (
 	openshiftAPI = "github.com/openshift/api"
 	clusterAPI   = "sigs.k8s.io/cluster-api"
+	capaModule   = "sigs.k8s.io/cluster-api-provider-aws/v2"
 )
 
 func mapi(file, dest string) Source {
@@ -53,6 +61,11 @@ func mapi(file, dest string) Source {
 func capi(plural string) Source {
 	return Source{Module: clusterAPI, Path: "core/config/crd/bases/cluster.x-k8s.io_" + plural + ".yaml",
 		Dest: "cluster.x-k8s.io/" + plural + ".yaml"}
+}
+
+func capa(plural string) Source {
+	return Source{Module: capaModule, Path: "config/crd/bases/infrastructure.cluster.x-k8s.io_" + plural + ".yaml",
+		Dest: "infrastructure.cluster.x-k8s.io/" + plural + ".yaml", LabelsFrom: "config/crd/kustomization.yaml"}
 }
 
 // ModuleDir returns the directory of a module at the version the main module in repoRoot
@@ -90,7 +103,7 @@ func Sync(repoRoot string, check bool) ([]string, error) {
 			}
 			dir, dirs[s.Module] = d, d
 		}
-		want, err := os.ReadFile(filepath.Join(dir, s.Path))
+		want, err := read(dir, s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Module, err)
 		}
@@ -119,6 +132,51 @@ func Sync(repoRoot string, check bool) ([]string, error) {
 	}
 	sort.Strings(drifted)
 	return drifted, nil
+}
+
+// read returns the manifest a source produces.
+func read(moduleDir string, s Source) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(moduleDir, s.Path))
+	if err != nil || s.LabelsFrom == "" {
+		return b, err
+	}
+	k, err := os.ReadFile(filepath.Join(moduleDir, s.LabelsFrom))
+	if err != nil {
+		return nil, err
+	}
+	var kust struct {
+		CommonLabels map[string]string `json:"commonLabels"`
+	}
+	if err := yaml.Unmarshal(k, &kust); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.LabelsFrom, err)
+	}
+	return AddLabels(b, kust.CommonLabels)
+}
+
+// AddLabels inserts labels (sorted) as metadata.labels of a single-object YAML manifest that
+// has none, leaving every other byte as it is.
+func AddLabels(manifest []byte, labels map[string]string) ([]byte, error) {
+	const meta = "\nmetadata:\n"
+	i := bytes.Index(manifest, []byte(meta))
+	if i < 0 {
+		return nil, fmt.Errorf("no top-level metadata")
+	}
+	if bytes.Contains(manifest, []byte(meta+"  labels:")) {
+		return nil, fmt.Errorf("metadata.labels already present")
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var block bytes.Buffer
+	block.WriteString("  labels:\n")
+	for _, k := range keys {
+		fmt.Fprintf(&block, "    %s: %s\n", k, labels[k])
+	}
+	at := i + len(meta)
+	out := append(append(append([]byte{}, manifest[:at]...), block.Bytes()...), manifest[at:]...)
+	return out, nil
 }
 
 // unlisted finds files under config/crd/upstream that no source produces.

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-dev/machina/internal/opsmetrics"
+	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -50,6 +51,17 @@ type Env struct {
 	AutoscalerFieldManager string
 	// Webhook configures the admission webhook of the "admission" group.
 	Webhook WebhookEnv
+	// Providers are the infrastructure platforms the platform-neutral controllers (sync,
+	// migration) know; provider.Builtin() when nil.
+	Providers *provider.Registry
+}
+
+// ProviderRegistry returns Providers with its default applied.
+func (e Env) ProviderRegistry() *provider.Registry {
+	if e.Providers == nil {
+		return provider.Builtin()
+	}
+	return e.Providers
 }
 
 // WebhookEnv says where the admission webhook listens and how the apiserver reaches it.

@@ -16,6 +16,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // GroupName is the --controllers name of this group.
@@ -45,8 +46,10 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Actuator:  &simactuator.Actuator{Cloud: cloud, Client: mgr.GetClient()},
-		Recorder:  mgr.GetEventRecorderFor("machineapi-machine"),
-		Resync:    env.Resync,
+		// Machines of other platforms belong to their own actuators.
+		ProviderSpecKinds: provider.Sim().ProviderSpecKinds,
+		Recorder:          mgr.GetEventRecorderFor("machineapi-machine"),
+		Resync:            env.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

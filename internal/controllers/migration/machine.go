@@ -7,27 +7,29 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // MachineReconciler migrates Machines.
 type MachineReconciler struct {
 	engine
 	Namespaces synccommon.Namespaces
+	providers  *provider.Registry
 }
 
-// NewMachineReconciler builds the Machine migration controller.
-func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, rec eventRecorder) *MachineReconciler {
-	return &MachineReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("Machine")}, Namespaces: ns}
+// NewMachineReconciler builds the Machine migration controller for the platforms in providers.
+func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineReconciler {
+	return &MachineReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("Machine")}, Namespaces: ns, providers: providers}
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
@@ -58,13 +60,8 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	capi := &clusterv1.Machine{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); err == nil {
 		s.capi = capi
-		infra := &infrav1.SimMachine{}
-		if capi.Spec.InfrastructureRef.Kind == "SimMachine" {
-			if err := r.client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: capi.Spec.InfrastructureRef.Name}, infra); err == nil {
-				s.infra = infra
-			} else if !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
+		if err := r.getInfra(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -72,10 +69,31 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return r.run(ctx, s)
 }
 
+// getInfra reads the metadata of the Cluster API Machine's InfraMachine, of whichever
+// platform provides its kind, and the finalizers that platform's controller puts on it.
+func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) error {
+	p, err := r.providers.ForRef(s.capi.Spec.InfrastructureRef)
+	if err != nil {
+		return nil // not a platform machina converts: the sync never mirrored it either
+	}
+	infra := synccommon.Metadata(p.InfraMachine)
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: s.capi.Namespace, Name: s.capi.Spec.InfrastructureRef.Name}, infra)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.infra, s.infraFinalizers = infra, p.InfraMachineFinalizers
+	return nil
+}
+
 type machineSubject struct {
 	mapi  *machinev1beta1.Machine
 	capi  *clusterv1.Machine
-	infra *infrav1.SimMachine
+	infra *metav1.PartialObjectMetadata
+	// infraFinalizers are the finalizers the InfraMachine's provider controller sets.
+	infraFinalizers []string
 }
 
 func (s *machineSubject) mapiObject() client.Object               { return s.mapi }
@@ -148,7 +166,7 @@ func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to
 		}
 	}
 	if s.infra != nil {
-		if removed, err := removeFinalizers(ctx, c, s.infra, infrav1.SimMachineFinalizer); err != nil || removed {
+		if removed, err := removeFinalizers(ctx, c, s.infra, s.infraFinalizers...); err != nil || removed {
 			return false, err
 		}
 	}

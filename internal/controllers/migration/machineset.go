@@ -13,8 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // MachineSetReconciler migrates MachineSets. The Machines of a MachineSet keep their own
@@ -22,11 +22,13 @@ import (
 type MachineSetReconciler struct {
 	engine
 	Namespaces synccommon.Namespaces
+	providers  *provider.Registry
 }
 
-// NewMachineSetReconciler builds the MachineSet migration controller.
-func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, rec eventRecorder) *MachineSetReconciler {
-	return &MachineSetReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("MachineSet")}, Namespaces: ns}
+// NewMachineSetReconciler builds the MachineSet migration controller for the platforms in
+// providers.
+func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineSetReconciler {
+	return &MachineSetReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("MachineSet")}, Namespaces: ns, providers: providers}
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -53,14 +55,8 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	capi := &clusterv1.MachineSet{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); err == nil {
 		s.capi = capi
-		tmpl := &infrav1.SimMachineTemplate{}
-		ref := capi.Spec.Template.Spec.InfrastructureRef
-		if ref.Kind == "SimMachineTemplate" {
-			if err := r.client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, tmpl); err == nil {
-				s.tmpl = tmpl
-			} else if !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
+		if err := r.getTemplate(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -69,6 +65,25 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	return r.run(ctx, s)
+}
+
+// getTemplate reads the metadata of the Cluster API MachineSet's InfraMachineTemplate, of
+// whichever platform provides its kind.
+func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSubject) error {
+	ref := s.capi.Spec.Template.Spec.InfrastructureRef
+	p, err := r.providers.ForRef(ref)
+	if err != nil {
+		return nil // not a platform machina converts: the sync never mirrored it either
+	}
+	tmpl := synccommon.Metadata(p.InfraMachineTemplate)
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: s.capi.Namespace, Name: ref.Name}, tmpl)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		s.tmpl = tmpl
+	}
+	return err
 }
 
 // countMachines counts each side's Machines of the MachineSet and how many of them have a
@@ -111,7 +126,7 @@ func (s *machineSetSubject) countMachines(ctx context.Context, c client.Client, 
 type machineSetSubject struct {
 	mapi *machinev1beta1.MachineSet
 	capi *clusterv1.MachineSet
-	tmpl *infrav1.SimMachineTemplate
+	tmpl *metav1.PartialObjectMetadata
 	// unmirrored lists the MachineSet's Machines that have no copy owned by the other side's
 	// MachineSet yet.
 	unmirrored []string

@@ -22,10 +22,10 @@ func init() {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
-	if err := NewMachineReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machine")).SetupWithManager(mgr); err != nil {
+	if err := NewMachineReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), mgr.GetEventRecorderFor("migration-machine")).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := NewMachineSetReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr); err != nil {
+	if err := NewMachineSetReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return NewMachineHealthCheckReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machinehealthcheck")).SetupWithManager(mgr)

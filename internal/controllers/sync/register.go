@@ -29,14 +29,16 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
 	gate.SyncNamespace = mapiNS
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
+	providers := env.ProviderRegistry()
 	if err := (&machinesync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machine"),
+		Providers: providers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&machinesetsync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machineset"),
-		AutoscalerFieldManager: env.AutoscalerManager(),
+		Providers: providers, AutoscalerFieldManager: env.AutoscalerManager(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,15 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // Annotations the controller reads or writes.
@@ -53,6 +57,15 @@ type Reconciler struct {
 	Resync time.Duration
 	// MaxConcurrentReconciles defaults to 10.
 	MaxConcurrentReconciles int
+	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
+	// kinds are left alone (another platform's controller runs them). Empty means every kind.
+	ProviderSpecKinds []string
+}
+
+// handles reports whether the Machine is of a platform this controller's Actuator serves.
+func (r *Reconciler) handles(o client.Object) bool {
+	m, ok := o.(*machinev1beta1.Machine)
+	return ok && (len(r.ProviderSpecKinds) == 0 || slices.Contains(r.ProviderSpecKinds, provider.SpecKind(m.Spec.ProviderSpec)))
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
@@ -70,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineapi-machine").
-		For(&machinev1beta1.Machine{}).
+		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -88,7 +101,7 @@ func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
 // Every change is persisted by one patch at the end, whatever path returns.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &machinev1beta1.Machine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil || !r.handles(m) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(m, r.Client)

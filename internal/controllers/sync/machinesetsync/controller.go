@@ -11,6 +11,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -20,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // ContextRetry is how soon a sync that lacked its cluster context is tried again.
@@ -32,6 +33,8 @@ type Reconciler struct {
 	Client     client.Client
 	Namespaces synccommon.Namespaces
 	Recorder   record.EventRecorder
+	// Providers are the platforms whose MachineSets are mirrored.
+	Providers *provider.Registry
 	// AutoscalerFieldManager is the cluster autoscaler's field manager, whose replicas
 	// changes on a paused Cluster API mirror are carried over (manager.Env.AutoscalerManager).
 	AutoscalerFieldManager string
@@ -40,7 +43,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status,verbs=get;list;watch;create;update;patch;delete
 
-// SetupWithManager watches both copies and the templates a Cluster API MachineSet owns.
+// SetupWithManager watches both copies and the templates a Cluster API MachineSet owns, of
+// every platform whose CRDs are installed.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := func(name string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: name}}}
@@ -55,12 +59,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	})
 	inNS := synccommon.InNamespace
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
 		For(&machinev1beta1.MachineSet{}, inNS(r.Namespaces.MachineAPI)).
-		Watches(&clusterv1.MachineSet{}, byName, inNS(r.Namespaces.ClusterAPI)).
-		Watches(&infrav1.SimMachineTemplate{}, byOwner, inNS(r.Namespaces.ClusterAPI)).
-		Complete(r)
+		Watches(&clusterv1.MachineSet{}, byName, inNS(r.Namespaces.ClusterAPI))
+	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
+		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate }, byOwner, r.Namespaces.ClusterAPI)
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // Reconcile applies the rule that fits the two copies.

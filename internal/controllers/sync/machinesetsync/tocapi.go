@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // toCAPI converts the Machine API MachineSet onto its Cluster API copy and template. When the
@@ -29,7 +29,11 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 			return ctrl.Result{}, err
 		}
 	}
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
+	p, err := synccommon.PlatformOf(r.Providers, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
+	var cc convert.Context
+	if err == nil {
+		cc, err = synccommon.PlatformContext(ctx, r.Client, p, r.Namespaces)
+	}
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}
@@ -86,7 +90,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if err := r.setTemplatePaused(ctx, tmpl, paused); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.pruneTemplates(ctx, capi); err != nil {
+	if err := r.pruneTemplates(ctx, capi, p); err != nil {
 		return ctrl.Result{}, err
 	}
 	if paused {
@@ -111,14 +115,15 @@ func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, 
 }
 
 // pruneTemplates deletes templates this MachineSet owns that it no longer references and no
-// InfraMachine was cloned from.
-func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.MachineSet) error {
-	var list infrav1.SimMachineTemplateList
-	if err := r.Client.List(ctx, &list, client.InNamespace(capi.Namespace)); err != nil {
+// InfraMachine was cloned from. Templates and InfraMachines are read as metadata of the
+// platform's kinds.
+func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.MachineSet, p provider.Provider) error {
+	list := synccommon.MetadataList(p.InfraMachineTemplate)
+	if err := r.Client.List(ctx, list, client.InNamespace(capi.Namespace)); err != nil {
 		return err
 	}
-	var machines infrav1.SimMachineList
-	if err := r.Client.List(ctx, &machines, client.InNamespace(capi.Namespace)); err != nil {
+	machines := synccommon.MetadataList(p.InfraMachine)
+	if err := r.Client.List(ctx, machines, client.InNamespace(capi.Namespace)); err != nil {
 		return err
 	}
 	inUse := map[string]bool{capi.Spec.Template.Spec.InfrastructureRef.Name: true}
@@ -133,10 +138,11 @@ func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.Machine
 		if ref == nil || ref.UID != capi.UID || inUse[t.Name] || !t.DeletionTimestamp.IsZero() {
 			continue
 		}
+		t.SetGroupVersionKind(p.InfraMachineTemplate)
 		if err := r.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		r.event(capi, corev1.EventTypeNormal, "TemplateDeleted", "Deleted unused SimMachineTemplate %s", t.Name)
+		r.event(capi, corev1.EventTypeNormal, "TemplateDeleted", "Deleted unused %s %s", p.InfraMachineTemplate.Kind, t.Name)
 	}
 	return nil
 }

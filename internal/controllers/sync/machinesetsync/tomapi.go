@@ -21,10 +21,7 @@ import (
 // API copy, keeping the user's authority requests, and reflects the Cluster API status.
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
 	ref := capi.Spec.Template.Spec.InfrastructureRef
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind+"Template")
-	if err != nil {
-		cc, err = synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind)
-	}
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}

@@ -12,6 +12,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -22,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // ContextRetry is how soon a sync that lacked its cluster context (Infrastructure, Cluster,
@@ -36,6 +37,8 @@ type Reconciler struct {
 	Client     client.Client
 	Namespaces synccommon.Namespaces
 	Recorder   record.EventRecorder
+	// Providers are the platforms whose Machines are mirrored.
+	Providers *provider.Registry
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
@@ -43,20 +46,24 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 
-// SetupWithManager watches both copies and the InfraMachine.
+// SetupWithManager watches both copies and every installed platform's InfraMachines.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toKey := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
 	inNS := synccommon.InNamespace
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machine").
 		For(&machinev1beta1.Machine{}, inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
-		Watches(&infrav1.SimMachine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
 		// A Cluster API MachineSet appearing gives the copies of its Machines an owner.
 		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSet), inNS(r.Namespaces.ClusterAPI)).
 		// Each key is one Machine's pair of copies; different pairs sync independently.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 5}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 5})
+	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
+		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine }, toKey, r.Namespaces.ClusterAPI)
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // machinesOfSet maps a Cluster API MachineSet to the Machine API Machines of its namesake.

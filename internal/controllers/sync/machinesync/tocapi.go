@@ -25,7 +25,7 @@ import (
 // later syncs run the other way.
 func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
 	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}

@@ -53,7 +53,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 // convertToMAPI reads the InfraMachine and converts; on failure it records why and returns nil.
 func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, ctrl.Result, error) {
 	ref := capi.Spec.InfrastructureRef
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Namespaces, ref.Kind)
+	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {
 		return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}

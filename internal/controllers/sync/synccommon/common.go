@@ -1,6 +1,6 @@
 // Package synccommon holds what the sync controllers share: the sync finalizer, the
 // Synchronized condition, the namespace pair, and building the conversion context (cluster
-// name, platform) from the cluster's Infrastructure, Cluster and InfraCluster objects.
+// name, platform) through the provider registry.
 package synccommon
 
 import (
@@ -12,16 +12,15 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/convert"
-	"github.com/machina-dev/machina/internal/convert/providers/aws"
-	"github.com/machina-dev/machina/internal/convert/providers/sim"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // SyncFinalizer lets the sync controller carry a deletion across to the mirror before either
@@ -44,72 +43,34 @@ type Namespaces struct {
 	ClusterAPI string
 }
 
-// Platform kinds the sync can convert.
-const (
-	SimProviderSpecKind = "SimMachineProviderSpec"
-	AWSProviderSpecKind = "AWSMachineProviderConfig"
-)
-
 // ProviderSpecKind reads the kind of a providerSpec value.
-func ProviderSpecKind(ps machinev1beta1.ProviderSpec) string {
-	if ps.Value == nil {
-		return ""
+func ProviderSpecKind(ps machinev1beta1.ProviderSpec) string { return provider.SpecKind(ps) }
+
+// PlatformOf finds the platform of a Machine API providerSpec kind or a Cluster API
+// infrastructure kind in the registry.
+func PlatformOf(reg *provider.Registry, kind string) (provider.Provider, error) {
+	if p, err := reg.ForProviderSpecKind(kind); err == nil {
+		return p, nil
 	}
-	var tm struct{ Kind string }
-	if ps.Value.Raw != nil {
-		_ = jsonUnmarshal(ps.Value.Raw, &tm)
-	} else if ps.Value.Object != nil {
-		tm.Kind = ps.Value.Object.GetObjectKind().GroupVersionKind().Kind
+	if p, err := reg.ForInfraKind(schema.GroupKind{Kind: kind}); err == nil {
+		return p, nil
 	}
-	return tm.Kind
+	return provider.Provider{}, fmt.Errorf("no conversion for platform kind %q (platforms: %s)", kind, strings.Join(reg.Names(), ", "))
 }
 
 // ContextFor builds the conversion context of the cluster for a platform, given by a
 // Machine API providerSpec kind or a Cluster API InfraMachine(Template) kind.
-func ContextFor(ctx context.Context, c client.Reader, ns Namespaces, kind string) (convert.Context, error) {
-	infra := &configv1.Infrastructure{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		return convert.Context{}, fmt.Errorf("reading Infrastructure cluster: %w", err)
-	}
-	clusterName, err := convert.ClusterNameFromInfrastructure(infra)
+func ContextFor(ctx context.Context, c client.Reader, reg *provider.Registry, ns Namespaces, kind string) (convert.Context, error) {
+	p, err := PlatformOf(reg, kind)
 	if err != nil {
 		return convert.Context{}, err
 	}
-	var cc convert.Context
-	switch kind {
-	case SimProviderSpecKind, "SimMachine", "SimMachineTemplate":
-		sc, err := simCluster(ctx, c, ns.ClusterAPI, clusterName)
-		if err != nil {
-			return convert.Context{}, err
-		}
-		if cc, err = sim.NewContext(clusterName, sc); err != nil {
-			return convert.Context{}, err
-		}
-	case AWSProviderSpecKind, "AWSMachine", "AWSMachineTemplate":
-		if cc, err = aws.NewContext(infra); err != nil {
-			return convert.Context{}, err
-		}
-	default:
-		return convert.Context{}, fmt.Errorf("no conversion for platform kind %q", kind)
-	}
-	cc.Namespaces = convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI}
-	return cc, nil
+	return PlatformContext(ctx, c, p, ns)
 }
 
-func simCluster(ctx context.Context, c client.Reader, ns, name string) (*infrav1.SimCluster, error) {
-	cluster := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-		return nil, fmt.Errorf("reading Cluster %s/%s: %w", ns, name, err)
-	}
-	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != "SimCluster" {
-		return nil, fmt.Errorf("Cluster %s/%s: spec.infrastructureRef is %q, not a SimCluster", ns, name, ref.Kind)
-	}
-	sc := &infrav1.SimCluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, sc); err != nil {
-		return nil, fmt.Errorf("reading SimCluster %s/%s: %w", ns, ref.Name, err)
-	}
-	return sc, nil
+// PlatformContext builds the conversion context of the cluster for platform p.
+func PlatformContext(ctx context.Context, c client.Reader, p provider.Provider, ns Namespaces) (convert.Context, error) {
+	return provider.Context(ctx, c, p, convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI})
 }
 
 // SetSynchronized records the outcome of a sync on a Machine API object's conditions.

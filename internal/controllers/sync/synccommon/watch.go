@@ -2,13 +2,19 @@ package synccommon
 
 import (
 	"context"
+	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // InNamespace limits a watch to one namespace: each API's copies live in their own.
@@ -22,4 +28,54 @@ func ToMachineAPIKey(ns string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: o.GetName()}}}
 	})
+}
+
+// InstalledKinds returns the kinds among gvks whose CRDs the apiserver serves. A platform's
+// kinds are watched only where its provider's CRDs are installed: a cluster on AWS has no
+// simulated provider CRDs, and a watch of a missing kind would stop the manager from starting.
+func InstalledKinds(mapper meta.RESTMapper, gvks ...schema.GroupVersionKind) ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
+	for _, gvk := range gvks {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			out = append(out, gvk)
+		case !meta.IsNoMatchError(err):
+			return nil, fmt.Errorf("looking up %s: %w", gvk, err)
+		}
+	}
+	return out, nil
+}
+
+// WatchInfra adds a metadata-only watch, mapped by h, of each registered platform's kind that
+// kindOf picks and the apiserver serves, in namespace ns.
+func WatchInfra(b *builder.Builder, mapper meta.RESTMapper, reg *provider.Registry, kindOf func(provider.Provider) schema.GroupVersionKind,
+	h handler.EventHandler, ns string) (*builder.Builder, error) {
+	var gvks []schema.GroupVersionKind
+	for _, p := range reg.All() {
+		gvks = append(gvks, kindOf(p))
+	}
+	installed, err := InstalledKinds(mapper, gvks...)
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range installed {
+		b = b.WatchesMetadata(Metadata(gvk), h, InNamespace(ns))
+	}
+	return b, nil
+}
+
+// Metadata returns an empty metadata-only object of kind gvk, for watches, reads and patches
+// of provider objects whose Go types the core does not use.
+func Metadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+// MetadataList returns an empty metadata-only list of kind gvk.
+func MetadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
 }

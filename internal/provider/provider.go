@@ -1,0 +1,207 @@
+// Package provider is the one place machina's platform-neutral parts — the sync and migration
+// controllers, `machina plan`, `describe` and `convert`, the operator metrics — learn about
+// infrastructure platforms. A Provider names a platform's kinds in both APIs, the finalizers
+// its Cluster API controller puts on InfraMachines, and how to build the conversion context of
+// a cluster on it. Adding a platform means adding its conversion package
+// (internal/convert/providers/<name>) and one file here; nothing in the core changes.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+// Provider describes one infrastructure platform.
+type Provider struct {
+	// Name is the platform's short name, e.g. "aws"; it matches convert.Platform.Name.
+	Name string
+	// ProviderSpecKinds are the kinds of Machine API providerSpec values on this platform.
+	ProviderSpecKinds []string
+	// InfraMachine, InfraMachineTemplate and InfraCluster are the Cluster API infrastructure
+	// kinds of the platform's provider.
+	InfraMachine, InfraMachineTemplate, InfraCluster schema.GroupVersionKind
+	// InfraMachineFinalizers are the finalizers the provider's controller puts on its
+	// InfraMachines. When the Machine API takes a Machine back they are removed from the
+	// paused InfraMachine: its controller no longer acts on it and would hold its deletion.
+	InfraMachineFinalizers []string
+	// PlatformTypes are the Infrastructure status.platformStatus.type values of clusters
+	// running on this platform.
+	PlatformTypes []configv1.PlatformType
+	// NewContext builds the conversion context of the cluster described by infra, whose
+	// Cluster API objects live in clusterAPINamespace. It may read further cluster-wide
+	// objects (the Cluster and its InfraCluster) through c.
+	NewContext func(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, clusterAPINamespace string) (convert.Context, error)
+}
+
+// InfraKinds are the provider's Cluster API kinds, for messages and matching.
+func (p Provider) InfraKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{p.InfraMachine, p.InfraMachineTemplate, p.InfraCluster}
+}
+
+// SpecKind reads the kind of a Machine API providerSpec value ("" when it has none).
+func SpecKind(ps machinev1beta1.ProviderSpec) string {
+	if ps.Value == nil {
+		return ""
+	}
+	if ps.Value.Raw == nil {
+		if ps.Value.Object != nil {
+			return ps.Value.Object.GetObjectKind().GroupVersionKind().Kind
+		}
+		return ""
+	}
+	var tm struct{ Kind string }
+	_ = json.Unmarshal(ps.Value.Raw, &tm) // a malformed value has no kind; conversion reports it
+	return tm.Kind
+}
+
+// Registry is the set of platforms machina knows, built once and passed to whatever needs it.
+type Registry struct {
+	providers []Provider
+}
+
+// NewRegistry returns a registry of the given providers; names and kinds must not repeat.
+func NewRegistry(ps ...Provider) (*Registry, error) {
+	r := &Registry{}
+	seen := map[string]string{}
+	for _, p := range ps {
+		keys := append([]string{"name " + p.Name}, prefixed("providerSpec kind ", p.ProviderSpecKinds)...)
+		for _, gvk := range p.InfraKinds() {
+			keys = append(keys, "kind "+gvk.GroupKind().String())
+		}
+		for _, k := range keys {
+			if other, dup := seen[k]; dup {
+				return nil, fmt.Errorf("providers %s and %s share %s", other, p.Name, k)
+			}
+			seen[k] = p.Name
+		}
+		r.providers = append(r.providers, p)
+	}
+	return r, nil
+}
+
+func prefixed(prefix string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = prefix + s
+	}
+	return out
+}
+
+// Builtin returns the platforms built into machina: the simulated cloud and AWS.
+func Builtin() *Registry {
+	r, err := NewRegistry(Sim(), AWS())
+	if err != nil {
+		panic(err) // a programming error in this package, caught by its tests
+	}
+	return r
+}
+
+// All returns every provider, in registration order.
+func (r *Registry) All() []Provider { return slices.Clone(r.providers) }
+
+// Names returns the providers' names, for messages.
+func (r *Registry) Names() []string {
+	out := make([]string, len(r.providers))
+	for i, p := range r.providers {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// ForProviderSpecKind finds the platform of a Machine API providerSpec kind.
+func (r *Registry) ForProviderSpecKind(kind string) (Provider, error) {
+	for _, p := range r.providers {
+		if slices.Contains(p.ProviderSpecKinds, kind) {
+			return p, nil
+		}
+	}
+	if kind == "" {
+		return Provider{}, fmt.Errorf("the providerSpec value has no kind")
+	}
+	return Provider{}, fmt.Errorf("no platform converts providerSpec kind %q (known: %s)", kind, strings.Join(r.specKinds(), ", "))
+}
+
+func (r *Registry) specKinds() []string {
+	var out []string
+	for _, p := range r.providers {
+		out = append(out, p.ProviderSpecKinds...)
+	}
+	return out
+}
+
+// ForInfraKind finds the platform of a Cluster API infrastructure kind (InfraMachine,
+// InfraMachineTemplate or InfraCluster). An empty group matches any group.
+func (r *Registry) ForInfraKind(gk schema.GroupKind) (Provider, error) {
+	for _, p := range r.providers {
+		for _, k := range p.InfraKinds() {
+			if k.Kind == gk.Kind && (gk.Group == "" || gk.Group == k.Group) {
+				return p, nil
+			}
+		}
+	}
+	return Provider{}, fmt.Errorf("no platform provides infrastructure kind %s", gk)
+}
+
+// ForRef finds the platform of a Cluster API contract reference (e.g. a Machine's
+// spec.infrastructureRef).
+func (r *Registry) ForRef(ref clusterv1.ContractVersionedObjectReference) (Provider, error) {
+	return r.ForInfraKind(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+}
+
+// ForInfrastructure finds the platform an OpenShift Infrastructure object says the cluster
+// runs on.
+func (r *Registry) ForInfrastructure(infra *configv1.Infrastructure) (Provider, error) {
+	var t configv1.PlatformType
+	if infra.Status.PlatformStatus != nil {
+		t = infra.Status.PlatformStatus.Type
+	}
+	for _, p := range r.providers {
+		if slices.Contains(p.PlatformTypes, t) {
+			return p, nil
+		}
+	}
+	return Provider{}, fmt.Errorf("Infrastructure %s: no platform for status.platformStatus.type %q", infra.Name, t)
+}
+
+// Context reads the cluster's Infrastructure object and builds the conversion context of
+// platform p with the given namespace pair.
+func Context(ctx context.Context, c client.Reader, p Provider, ns convert.Namespaces) (convert.Context, error) {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		return convert.Context{}, fmt.Errorf("reading Infrastructure cluster: %w", err)
+	}
+	cc, err := p.NewContext(ctx, c, infra, ns.ClusterAPI)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	cc.Namespaces = ns
+	return cc, nil
+}
+
+// InfraCluster reads the InfraCluster the Cluster API Cluster named clusterName in ns points
+// at into out, checking that it is of out's kind.
+func InfraCluster(ctx context.Context, c client.Reader, ns, clusterName string, out client.Object, kind string) error {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cluster); err != nil {
+		return fmt.Errorf("reading Cluster %s/%s: %w", ns, clusterName, err)
+	}
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != kind {
+		return fmt.Errorf("Cluster %s/%s: spec.infrastructureRef is %q, not a %s", ns, clusterName, ref.Kind, kind)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, out); err != nil {
+		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, ref.Name, err)
+	}
+	return nil
+}
