@@ -162,11 +162,18 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	return ctrl.Result{}, nil
 }
 
-// rollback returns authority to where it was before the migration started.
+// rollback returns authority to where it was before the migration started. Going back to
+// the Machine API, the Cluster API copies may already have been unpaused (the handover's
+// last steps): they are paused again, and their controllers must say so, before the
+// finalizers move back — only one side may act at a time.
 func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
-	if to == machinev1beta1.MachineAuthorityClusterAPI {
-		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
-			return ctrl.Result{}, err
+	if err := s.pauseCAPI(ctx, e.client, to == machinev1beta1.MachineAuthorityMachineAPI); err != nil {
+		return ctrl.Result{}, err
+	}
+	if to == machinev1beta1.MachineAuthorityMachineAPI {
+		if ok, why := s.paused(machinev1beta1.MachineAuthorityClusterAPI); !ok {
+			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "rolling back: waiting for the ClusterAPI controllers to pause: "+why)
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
 	if done, err := s.moveFinalizers(ctx, e.client, to); err != nil || !done {

@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,13 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 		if err := e.Client.List(ctx, &cm, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "owned"}); err != nil {
 			t.Fatal(err)
 		}
-		victim := cm.Items[0].Name
-		if err := e.Client.Delete(ctx, &cm.Items[0]); err != nil {
+		// The Machine the previous row scaled away may still be on its way out: pick a live one.
+		i := slices.IndexFunc(cm.Items, func(m clusterv1.Machine) bool { return m.DeletionTimestamp.IsZero() })
+		if i < 0 {
+			t.Fatalf("no live Cluster API Machine of owned among %d", len(cm.Items))
+		}
+		victim := cm.Items[i].Name
+		if err := e.Client.Delete(ctx, &cm.Items[i]); err != nil {
 			t.Fatal(err)
 		}
 		// The deletion crosses to the Machine API copy; the Machine API MachineSet replaces it.
