@@ -75,10 +75,16 @@ func (r *Rules) MachineAPICreate(ctx context.Context, req admission.Request) adm
 	if !exists {
 		return admission.Allowed("")
 	}
+	// spec.authoritativeAPI is defaulted to MachineAPI before admission, so only the
+	// MachineHealthCheck's annotation can be left out to the same effect as ClusterAPI.
+	orUnset := ""
+	if kind == "MachineHealthCheck" {
+		orUnset = " (or leave it unset)"
+	}
 	return admission.Denied(fmt.Sprintf(
 		"%s: MachineAPI: a Cluster API %s %s/%s already exists and would be overwritten by the sync; "+
-			"set %s to ClusterAPI (or leave it empty) to adopt the Cluster API resource, or delete that resource first",
-		field, kind, r.Namespaces.ClusterAPI, name, field))
+			"set %s to ClusterAPI%s to adopt the Cluster API resource, or delete that resource first",
+		field, kind, r.Namespaces.ClusterAPI, name, field, orUnset))
 }
 
 // ClusterAPICreate refuses an unpaused Cluster API resource whose Machine API mirror is not

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -105,6 +106,12 @@ func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.M
 	obj := s.mapiObject()
 	e.pending.observe(obj)
 	if ok, why := s.synchronized(); !ok {
+		if mapicond.IsTrue(*s.conditions(), synccommon.SynchronizedCondition) {
+			// The copies matched; the sync has yet to see the latest generation (the request
+			// itself bumped it). Nothing is wrong: wait without a warning.
+			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
 		msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
 		if e.setCondition(ctx, s, corev1.ConditionFalse, NotSynchronizedReason, msg) {
 			e.event(obj, corev1.EventTypeWarning, NotSynchronizedReason, "%s", msg)

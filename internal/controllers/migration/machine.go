@@ -51,11 +51,10 @@ func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile runs one step of a Machine's handover.
 func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &machineSubject{mapi: &machinev1beta1.Machine{}}
-	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil || !s.mapi.DeletionTimestamp.IsZero() {
+		// A resource being deleted has nothing left to hand over.
+		r.pending.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !s.mapi.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
 	}
 	capi := &clusterv1.Machine{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: req.Name}, capi); err == nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -40,9 +41,13 @@ func (p *pendingMetric) observe(o client.Object) {
 	pendingSeconds.WithLabelValues(p.kind, o.GetNamespace(), o.GetName()).Set(time.Since(t).Seconds())
 }
 
-func (p *pendingMetric) done(o client.Object) {
+func (p *pendingMetric) done(o client.Object) { p.forget(client.ObjectKeyFromObject(o)) }
+
+// forget drops a resource's series: its migration completed, or it was deleted (a series
+// left behind would keep the pending-migration alert firing forever).
+func (p *pendingMetric) forget(key types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.since, o.GetNamespace()+"/"+o.GetName())
-	pendingSeconds.DeleteLabelValues(p.kind, o.GetNamespace(), o.GetName())
+	delete(p.since, key.String())
+	pendingSeconds.DeleteLabelValues(p.kind, key.Namespace, key.Name)
 }

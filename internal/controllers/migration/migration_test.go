@@ -9,11 +9,13 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	_ "github.com/machina-dev/machina/internal/controllers/autoscaling"
@@ -89,6 +91,7 @@ func TestMigration(t *testing.T) {
 	t.Run("MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI)
 	t.Run("ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration)
 	t.Run("ManyHandoversLaunchNothing", testManyHandoversLaunchNothing)
+	t.Run("ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating)
 }
 
 func testRoundTrip(t *testing.T) {
@@ -113,6 +116,13 @@ func testRoundTrip(t *testing.T) {
 	created := instancesCreated(t, e)
 
 	request(t, e, "mover", machinev1beta1.MachineAuthorityClusterAPI)
+	defer func() {
+		// A request on synchronised copies is no cause for a warning, even while the sync
+		// catches up with the generation the request itself made.
+		if w := warnings(context.Background(), t, e, "mover", migration.NotSynchronizedReason); len(w) > 0 {
+			t.Errorf("warnings on a migration of synchronised copies: %v", w)
+		}
+	}()
 	e.Eventually(90*time.Second, "authority moved to Cluster API", func(ctx context.Context) (bool, string, error) {
 		m, c, err := getBoth(ctx, e, "mover")
 		if err != nil {
@@ -198,6 +208,59 @@ func testRefused(t *testing.T) {
 		return c != nil && c.Reason == migration.NotSynchronizedReason && m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI,
 			cond(m, migration.MigrationCondition), nil
 	})
+	// The pending request is exported for alerting until the Machine is deleted.
+	e.Eventually(30*time.Second, "the pending migration is exported", func(context.Context) (bool, string, error) {
+		n := pendingSeries(t, "stuck")
+		return n == 1, fmt.Sprintf("%d series", n), nil
+	})
+	if err := e.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api", Name: "stuck"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(90*time.Second, "the deleted Machine's pending migration is no longer exported", func(ctx context.Context) (bool, string, error) {
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, &machinev1beta1.Machine{})
+		n := pendingSeries(t, "stuck")
+		return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("%d series, get: %v", n, err), nil
+	})
+}
+
+// pendingSeries counts the machina_migration_pending_seconds series of a resource name in
+// this process's metrics registry (the test's manager runs in-process).
+func pendingSeries(t *testing.T, name string) int {
+	t.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "machina_migration_pending_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == name {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// warnings lists the Warning events recorded about a Machine API Machine with a reason.
+func warnings(ctx context.Context, t *testing.T, e *testenv.Env, name, reason string) []string {
+	t.Helper()
+	var evs corev1.EventList
+	if err := e.Client.List(ctx, &evs, client.InNamespace("openshift-machine-api")); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs.Items {
+		if ev.InvolvedObject.Name == name && ev.Type == corev1.EventTypeWarning && ev.Reason == reason {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
 }
 
 func testRollback(t *testing.T) {

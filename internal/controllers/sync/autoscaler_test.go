@@ -9,6 +9,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,11 +63,15 @@ func testAutoscalerReplicas(t *testing.T) {
 
 	t.Run("AutoscalerWriteMirroredAndMachineAPIScales", func(t *testing.T) {
 		c := &clusterv1.MachineSet{}
-		if err := autoscaler.Get(ctx, capiKey, c); err != nil {
-			t.Fatal(err)
-		}
-		c.Spec.Replicas = ptr.To[int32](2)
-		if err := autoscaler.Update(ctx, c, client.FieldOwner(autoscalerManager)); err != nil {
+		// The sync writes the mirror's status meanwhile: like the autoscaler, retry a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := autoscaler.Get(ctx, capiKey, c); err != nil {
+				return err
+			}
+			c.Spec.Replicas = ptr.To[int32](2)
+			return autoscaler.Update(ctx, c, client.FieldOwner(autoscalerManager))
+		})
+		if err != nil {
 			t.Fatalf("the autoscaler's write was refused: %v", err)
 		}
 		waitCounts("the Machine API MachineSet scaled up to the autoscaler's 2", 2)

@@ -94,7 +94,8 @@ func TestSync(t *testing.T) {
 	t.Run("MachineAPIAuthoritativeNoMirror_CreatesPausedMirror", testMirrorCreated)
 	t.Run("UnconvertibleField_SynchronizedFalseNoPartialWrites", testUnconvertible)
 	t.Run("ClusterAPIAuthoritativeNoMirror_CreatesUnpausedCopy", testClusterAPIFromBirth)
-	t.Run("EmptyAuthorityWithMirror_DefaultsToClusterAPIAndSyncsFromIt", testMirrorExists)
+	t.Run("ActiveClusterAPIMachineFirst_StaysClusterAPIAndSyncsFromIt", testMirrorExists)
+	t.Run("PausedMirrorFirst_SpecMachineAPIIsAuthoritative", testPausedMirrorFirst)
 	t.Run("CAPIMirrorDeletedWhileMachineAPIAuthoritative_Recreated", testCAPIDeletedRecreated)
 	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
 	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
@@ -274,9 +275,55 @@ func testMirrorExists(t *testing.T) {
 				ps.Zone == "sim-east-1c" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
 			fmt.Sprintf("authority %q providerSpec %+v %s", m.Status.AuthoritativeAPI, ps, synchronized(m)), nil
 	})
-	if got, _ := getCAPI(ctx, e, "existing"); got.Status.Phase != "" && got.Annotations[clusterv1.PausedAnnotation] != "" {
+	got, err := getCAPI(ctx, e, "existing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, paused := got.Annotations[clusterv1.PausedAnnotation]; paused {
 		t.Errorf("the authoritative Cluster API Machine was paused")
 	}
+	if m.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityMachineAPI {
+		t.Errorf("spec.authoritativeAPI was rewritten to %q", m.Spec.AuthoritativeAPI)
+	}
+}
+
+// testPausedMirrorFirst: a paused Cluster API mirror left from before (its Machine API copy
+// deleted and created again, a restore) does not make the Cluster API authoritative against a
+// spec that says MachineAPI: the new Machine API spec wins and overwrites the stale mirror.
+func testPausedMirrorFirst(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	sm := &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: capiNS,
+		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
+		Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}
+	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: capiNS,
+		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}, Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
+		Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName, Kind: "SimMachine", Name: "stale"},
+			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")}}}
+	for _, o := range []client.Object{sm, capi} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Client.Create(ctx, mapiMachine("stale", machinev1beta1.MachineAuthorityMachineAPI)); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the mirror takes the Machine API spec", func(ctx context.Context) (bool, string, error) {
+		sm := &infrav1.SimMachine{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "stale"}, sm); err != nil {
+			return false, err.Error(), nil
+		}
+		m, err := getMAPI(ctx, e, "stale")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var ps infrav1.SimMachineProviderSpec
+		_ = json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &ps)
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && ps.InstanceType == "s1.large" &&
+				sm.Spec.InstanceType == "s1.large" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
+			fmt.Sprintf("status %q spec instance type %q mirror %q %s", m.Status.AuthoritativeAPI, ps.InstanceType, sm.Spec.InstanceType, synchronized(m)), nil
+	})
 }
 
 func testCAPIDeletedRecreated(t *testing.T) {

@@ -93,32 +93,34 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mapi.Status.AuthoritativeAPI == "" {
 		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
 	}
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMigrating {
-		return ctrl.Result{}, nil
-	}
 	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
 		base := mapi.DeepCopy()
 		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
 		return ctrl.Result{}, r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	}
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
+	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
+	if capi != nil && !capi.DeletionTimestamp.IsZero() && pause == synccommon.KeepPause {
+		return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
+	}
+	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
 		if !capi.DeletionTimestamp.IsZero() {
 			// The authoritative copy is going: so does this one.
 			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, mapi))
 		}
 		return r.toMAPI(ctx, mapi, capi)
 	}
-	return r.toCAPI(ctx, mapi, capi)
+	return r.toCAPI(ctx, mapi, capi, pause)
 }
 
+// decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
 func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
 	base := mapi.DeepCopy()
-	mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
-	mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
-	if mapi.Spec.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || capi != nil {
-		mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		mapi.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
+	var existing client.Object
+	if capi != nil {
+		existing = capi
 	}
+	mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
+	mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
 	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 

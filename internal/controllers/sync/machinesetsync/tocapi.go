@@ -16,15 +16,19 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
 // toCAPI converts the Machine API MachineSet onto its Cluster API copy and template. When the
 // Machine API is authoritative both are paused and the status flows back to them; when the
-// Cluster API is authoritative but has no copy yet, the copy is created unpaused.
-func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
-	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
-	if paused && capi != nil {
+// Cluster API is authoritative but has no copy yet, the copy is created unpaused; during a
+// handover from the Machine API the pause is left to the migration controller.
+func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet, pause synccommon.Pause) (ctrl.Result, error) {
+	// A paused copy (a mirror, or one mid-handover) takes its status from the Machine API and
+	// hands the autoscaler's replicas back.
+	mirror := pause == synccommon.PauseMirror || pause == synccommon.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
+	if mirror && capi != nil {
 		if _, err := r.autoscalerReplicas(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -49,7 +53,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 
 	desired := out.MachineSet
 	synccommon.MarkMirrored(desired)
-	synccommon.SetPaused(desired, paused)
+	synccommon.SetPaused(desired, pause.ForCreate())
 	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
 	if capi == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
@@ -64,7 +68,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 		base := capi.DeepCopy()
 		capi.Spec = desired.Spec
 		synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
-		synccommon.SetPaused(capi, paused)
+		pause.Apply(capi)
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -79,7 +83,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	}
 
 	tmpl := out.InfraMachineTemplate
-	synccommon.SetPaused(tmpl, paused)
+	synccommon.SetPaused(tmpl, pause.ForCreate())
 	tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
 	if err := r.Client.Create(ctx, tmpl); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, err
@@ -87,13 +91,13 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", tmpl.GetObjectKind().GroupVersionKind().Kind,
 			tmpl.GetNamespace(), tmpl.GetName())
 	}
-	if err := r.setTemplatePaused(ctx, tmpl, paused); err != nil {
+	if err := r.setTemplatePaused(ctx, tmpl, pause); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.pruneTemplates(ctx, capi, p); err != nil {
 		return ctrl.Result{}, err
 	}
-	if paused {
+	if mirror {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -102,13 +106,13 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 }
 
 // setTemplatePaused keeps an existing template's paused annotation in line with authority.
-func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, paused bool) error {
+func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, pause synccommon.Pause) error {
 	existing := tmpl.DeepCopyObject().(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	base := existing.DeepCopyObject().(client.Object)
-	if !synccommon.SetPaused(existing, paused) {
+	if !pause.Apply(existing) {
 		return nil
 	}
 	return r.Client.Patch(ctx, existing, client.MergeFrom(base))

@@ -103,38 +103,35 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mapi.Status.AuthoritativeAPI == "" {
 		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
 	}
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMigrating {
-		return ctrl.Result{}, nil // the migration controller holds the object
-	}
 	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
 		base := mapi.DeepCopy()
 		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
 		return ctrl.Result{}, r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	}
+	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
 	if capi != nil && !capi.DeletionTimestamp.IsZero() {
+		if pause == synccommon.KeepPause {
+			return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
+		}
 		return r.capiDeleted(ctx, mapi, capi)
 	}
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
+	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
 		return r.toMAPI(ctx, mapi, capi)
 	}
 	// Machine API authoritative, or Cluster API authoritative without a Cluster API copy yet:
 	// the Machine API spec is the source.
-	return r.toCAPI(ctx, mapi, capi)
+	return r.toCAPI(ctx, mapi, capi, pause)
 }
 
-// decideAuthority initialises an empty status.authoritativeAPI: ClusterAPI when the spec asks
-// for it or a Cluster API copy already exists, MachineAPI otherwise.
+// decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
 func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
 	base := mapi.DeepCopy()
-	mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
-	if mapi.Spec.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || capi != nil {
-		mapi.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	var existing client.Object
+	if capi != nil {
+		existing = capi
 	}
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI {
-		mapi.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
-	} else {
-		mapi.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
-	}
+	mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
+	mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
 	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 

@@ -17,14 +17,15 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/gate"
 )
 
 // toCAPI converts the Machine API copy onto the Cluster API side. When the Machine API is
 // authoritative the Cluster API copies are paused; when the Cluster API is authoritative and
 // has no copy yet (a Machine born Cluster API-authoritative), the copy is created unpaused and
-// later syncs run the other way.
-func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
-	paused := mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
+// later syncs run the other way; during a handover from the Machine API the pause is left to
+// the migration controller.
+func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine, pause synccommon.Pause) (ctrl.Result, error) {
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
@@ -50,7 +51,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	// The Machine first, so the InfraMachine can be owned by it.
 	desired := out.Machine
 	synccommon.MarkMirrored(desired)
-	synccommon.SetPaused(desired, paused)
+	synccommon.SetPaused(desired, pause.ForCreate())
 	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
 	if owner != nil {
 		desired.OwnerReferences = []metav1.OwnerReference{*owner}
@@ -64,20 +65,24 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		}
 		capi = desired
 		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API Machine %s/%s", capi.Namespace, capi.Name)
-	} else if err := r.updateCAPI(ctx, capi, desired, paused); err != nil {
+	} else if err := r.updateCAPI(ctx, capi, desired, pause); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	infra := out.InfraMachine
-	synccommon.SetPaused(infra, paused)
+	synccommon.SetPaused(infra, pause.ForCreate())
 	infra.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("Machine"))})
-	if err := r.upsertInfra(ctx, infra, paused); err != nil {
+	if err := r.upsertInfra(ctx, infra, pause); err != nil {
 		return ctrl.Result{}, err
 	}
-	if paused {
+	if pause == synccommon.PauseMirror {
 		if done, err := r.carryRemediation(ctx, mapi, capi); done || err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	// Status flows to the Cluster API copy while it is paused (mid-handover, until the
+	// migration controller unpauses it).
+	if pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi) {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -88,11 +93,11 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 // updateCAPI overwrites drift on the Cluster API Machine: its spec, the labels and
 // annotations the conversion produces (removing those it copied before that are gone from the
 // Machine API copy), the paused annotation and the sync finalizer.
-func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, paused bool) error {
+func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, pause synccommon.Pause) error {
 	base := capi.DeepCopy()
 	capi.Spec = desired.Spec
 	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
-	synccommon.SetPaused(capi, paused)
+	pause.Apply(capi)
 	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 	if len(desired.OwnerReferences) > 0 && metav1.GetControllerOf(capi) == nil {
 		capi.OwnerReferences = append(capi.OwnerReferences, desired.OwnerReferences...)
@@ -104,7 +109,7 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 }
 
 // upsertInfra creates the InfraMachine or overwrites drift in its spec and labels.
-func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, paused bool) error {
+func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pause synccommon.Pause) error {
 	existing := desired.DeepCopyObject().(client.Object)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if apierrors.IsNotFound(err) {
@@ -118,7 +123,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 		return err
 	}
 	existing.SetLabels(synccommon.MergeMap(existing.GetLabels(), desired.GetLabels()))
-	synccommon.SetPaused(existing, paused)
+	pause.Apply(existing)
 	if metav1.GetControllerOf(existing) == nil {
 		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), desired.GetOwnerReferences()...))
 	}

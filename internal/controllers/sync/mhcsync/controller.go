@@ -86,15 +86,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err)
 	}
-	switch Authority(mapi) {
-	case machinev1beta1.MachineAuthorityMigrating:
-		return ctrl.Result{}, nil
-	case machinev1beta1.MachineAuthorityClusterAPI:
-		if capi != nil {
-			return ctrl.Result{}, r.toMAPI(ctx, cc, mapi, capi)
-		}
+	source, pause := synccommon.SyncSource(Authority(mapi), machinev1beta1.SynchronizedAPI(mapi.Annotations[gate.MHCSynchronizedAPIAnnotation]))
+	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
+		return ctrl.Result{}, r.toMAPI(ctx, cc, mapi, capi)
 	}
-	return ctrl.Result{}, r.toCAPI(ctx, cc, mapi, capi)
+	return ctrl.Result{}, r.toCAPI(ctx, cc, mapi, capi, pause)
 }
 
 // initialise decides the authority (the request annotation, or ClusterAPI when a Cluster API
@@ -112,8 +108,7 @@ func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.Machin
 	return r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
-	paused := Authority(mapi) == machinev1beta1.MachineAuthorityMachineAPI
+func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck, pause synccommon.Pause) error {
 	out, _, errs := convert.ToClusterAPIMachineHealthCheck(mapi, cc)
 	if len(errs) > 0 {
 		return r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil)
@@ -123,7 +118,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 	delete(out.Annotations, gate.MHCSynchronizedAPIAnnotation)
 	delete(out.Annotations, gate.MHCSynchronizedGenerationAnnotation)
 	synccommon.MarkMirrored(out)
-	synccommon.SetPaused(out, paused)
+	synccommon.SetPaused(out, pause.ForCreate())
 	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
 	if capi == nil {
 		if err := r.Client.Create(ctx, out); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -133,7 +128,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 		base := capi.DeepCopy()
 		capi.Spec = out.Spec
 		synccommon.MirrorMetadata(capi, out.Labels, out.Annotations)
-		synccommon.SetPaused(capi, paused)
+		pause.Apply(capi)
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -6,6 +6,7 @@ package synccommon
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -73,6 +74,37 @@ func PlatformContext(ctx context.Context, c client.Reader, p provider.Provider, 
 	return provider.Context(ctx, c, p, convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI})
 }
 
+// InitialAuthority is the status.authoritativeAPI a Machine API copy starts with: the one its
+// spec asks for (spec is the user's; status follows it). Only when a Cluster API copy already
+// exists and is active — not a paused mirror — while the spec names the Machine API (or is
+// empty, which the CRD default makes rare) does the Cluster API start authoritative: the copy
+// running the instance keeps it, and the migration controller then hands it over as the spec
+// asks, pausing one side before the other acts, instead of two controllers acting at once.
+func InitialAuthority(spec machinev1beta1.MachineAuthority, capi client.Object) machinev1beta1.MachineAuthority {
+	if spec == machinev1beta1.MachineAuthorityClusterAPI {
+		return spec
+	}
+	if capi != nil && !isNilObject(capi) {
+		if _, paused := capi.GetAnnotations()[clusterv1.PausedAnnotation]; !paused {
+			return machinev1beta1.MachineAuthorityClusterAPI
+		}
+	}
+	return machinev1beta1.MachineAuthorityMachineAPI
+}
+
+// SynchronizedAPIOf is the status.synchronizedAPI value that goes with an authority.
+func SynchronizedAPIOf(a machinev1beta1.MachineAuthority) machinev1beta1.SynchronizedAPI {
+	if a == machinev1beta1.MachineAuthorityClusterAPI {
+		return machinev1beta1.ClusterAPISynchronized
+	}
+	return machinev1beta1.MachineAPISynchronized
+}
+
+func isNilObject(o client.Object) bool {
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // SetSynchronized records the outcome of a sync on a Machine API object's conditions.
 func SetSynchronized(conds *[]machinev1beta1.Condition, reason string, errs field.ErrorList, detail error) bool {
 	c := machinev1beta1.Condition{Type: SynchronizedCondition, Status: corev1.ConditionTrue, Reason: SynchronizedReason}
@@ -122,4 +154,52 @@ func ClusterContext(ctx context.Context, c client.Reader, ns Namespaces) (conver
 		return convert.Context{}, err
 	}
 	return convert.Context{ClusterName: name, Namespaces: convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI}}, nil
+}
+
+// Pause is what a sync pass does with the paused annotation of the copies it writes.
+type Pause int
+
+const (
+	// PauseMirror pauses the written copies: they mirror the authoritative side.
+	PauseMirror Pause = iota
+	// Unpause leaves the written copies active: they are the authoritative side (a resource
+	// born Cluster API-authoritative, whose Cluster API copy the sync creates).
+	Unpause
+	// KeepPause leaves the annotation as it is (new copies are created paused): a migration
+	// is under way and the migration controller pauses and unpauses each side.
+	KeepPause
+)
+
+// Apply sets o's paused annotation as p says, reporting a change.
+func (p Pause) Apply(o client.Object) bool {
+	switch p {
+	case PauseMirror:
+		return SetPaused(o, true)
+	case Unpause:
+		return SetPaused(o, false)
+	}
+	return false
+}
+
+// ForCreate is the paused state a new copy gets.
+func (p Pause) ForCreate() bool { return p != Unpause }
+
+// SyncSource is the side a sync pass takes the spec from, and what it does with the pause of
+// the other side's copies. Outside a migration that is the authoritative side; while one is
+// under way (status Migrating) the copies keep being synchronised from the side that was
+// authoritative (status.synchronizedAPI), so a change made meanwhile — a scale by the
+// autoscaler or a user, a late providerID — reaches the other side and the handover, which
+// waits for the latest generation to be synchronised, moves on.
+func SyncSource(status machinev1beta1.MachineAuthority, synchronizedAPI machinev1beta1.SynchronizedAPI) (machinev1beta1.MachineAuthority, Pause) {
+	switch status {
+	case machinev1beta1.MachineAuthorityMigrating:
+		from := machinev1beta1.MachineAuthorityMachineAPI
+		if synchronizedAPI == machinev1beta1.ClusterAPISynchronized {
+			from = machinev1beta1.MachineAuthorityClusterAPI
+		}
+		return from, KeepPause
+	case machinev1beta1.MachineAuthorityClusterAPI:
+		return status, Unpause
+	}
+	return machinev1beta1.MachineAuthorityMachineAPI, PauseMirror
 }
