@@ -17,6 +17,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -216,29 +217,17 @@ func setPaused(ctx context.Context, c client.Client, o client.Object, paused boo
 	if o == nil || isNil(o) {
 		return nil
 	}
-	base := o.DeepCopyObject().(client.Object)
-	if !synccommon.SetPaused(o, paused) {
-		return nil
-	}
-	return client.IgnoreNotFound(c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	_, err := patch.Locked(ctx, c, o, func() bool { return synccommon.SetPaused(o, paused) })
+	return client.IgnoreNotFound(err)
 }
 
+// addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it
+// does not skip an object being deleted: the API server's refusal then stops the handover
+// rather than letting the old side's finalizer go with no guard in its place.
 func addFinalizer(ctx context.Context, c client.Client, o client.Object, f string) (bool, error) {
-	base := o.DeepCopyObject().(client.Object)
-	if !controllerutil.AddFinalizer(o, f) {
-		return false, nil
-	}
-	return true, c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Locked(ctx, c, o, func() bool { return controllerutil.AddFinalizer(o, f) })
 }
 
 func removeFinalizers(ctx context.Context, c client.Client, o client.Object, fs ...string) (bool, error) {
-	base := o.DeepCopyObject().(client.Object)
-	changed := false
-	for _, f := range fs {
-		changed = controllerutil.RemoveFinalizer(o, f) || changed
-	}
-	if !changed {
-		return false, nil
-	}
-	return true, c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.RemoveFinalizer(ctx, c, o, fs...)
 }

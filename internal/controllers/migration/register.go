@@ -10,12 +10,13 @@ import (
 // GroupName is the --controllers name of this group.
 const GroupName = "migration"
 
-func init() {
-	manager.Register(manager.Group{
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
 		Name:        GroupName,
 		Description: "hands authority over Machines, MachineSets and MachineHealthChecks between the Machine API and Cluster API",
 		Setup:       Setup,
-	})
+	}
 }
 
 // Setup adds the migration controllers to mgr.

@@ -72,7 +72,7 @@ func (s *awsStandIn) pass(ctx context.Context) error {
 		if provider.SpecKind(m.Spec.ProviderSpec) != "AWSMachineProviderConfig" {
 			continue
 		}
-		if err := s.actuate(ctx, m); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(s.actuate(ctx, m)); err != nil {
 			return err
 		}
 	}
@@ -81,7 +81,7 @@ func (s *awsStandIn) pass(ctx context.Context) error {
 		return err
 	}
 	for i := range infra.Items {
-		if err := s.capa(ctx, &infra.Items[i]); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(s.capa(ctx, &infra.Items[i])); err != nil {
 			return err
 		}
 	}

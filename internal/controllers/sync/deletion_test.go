@@ -72,7 +72,7 @@ func stripFinalizers(t *testing.T, e *testenv.Env, o client.Object, which ...str
 	for _, f := range which {
 		controllerutil.RemoveFinalizer(o, f)
 	}
-	if err := e.Client.Patch(ctx, o, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+	if err := client.IgnoreNotFound(e.Client.Patch(ctx, o, client.MergeFrom(base))); err != nil {
 		t.Fatal(err)
 	}
 }

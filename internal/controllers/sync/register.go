@@ -9,25 +9,25 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
 	"github.com/machina-dev/machina/internal/controllers/sync/mhcsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
 // GroupName is the --controllers name of this group.
 const GroupName = "sync"
 
-func init() {
-	manager.Register(manager.Group{
-		Name:        GroupName,
-		Description: "Machine API <-> Cluster API mirroring of Machines, MachineSets and MachineHealthChecks",
-		Setup:       Setup,
-	})
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
+		Name:             GroupName,
+		Description:      "Machine API <-> Cluster API mirroring of Machines, MachineSets and MachineHealthChecks",
+		Setup:            Setup,
+		DecidesAuthority: true,
+	}
 }
 
 // Setup adds the sync controllers to mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
-	gate.SyncNamespace = mapiNS
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
 	providers := env.ProviderRegistry()
 	if err := (&machinesync.Reconciler{

@@ -17,11 +17,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -93,10 +93,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mapi.Status.AuthoritativeAPI == "" {
 		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
 	}
-	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
-		base := mapi.DeepCopy()
-		controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
-		return ctrl.Result{}, r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
+		return ctrl.Result{}, err
 	}
 	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
 	if capi != nil && !capi.DeletionTimestamp.IsZero() && pause == synccommon.KeepPause {
@@ -114,14 +112,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
 func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
-	base := mapi.DeepCopy()
 	var existing client.Object
 	if capi != nil {
 		existing = capi
 	}
-	mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
-	mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
-	return r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	_, err := patch.LockedStatus(ctx, r.Client, mapi, func() bool {
+		mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
+		mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
+		return true
+	})
+	return err
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a
@@ -129,7 +129,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
 	if capi != nil {
 		if mapi.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && capi.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 				return err
 			}
 		}

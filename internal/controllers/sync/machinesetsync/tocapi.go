@@ -143,7 +143,7 @@ func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.Machine
 			continue
 		}
 		t.SetGroupVersionKind(p.InfraMachineTemplate)
-		if err := r.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, t)); err != nil {
 			return err
 		}
 		r.event(capi, corev1.EventTypeNormal, "TemplateDeleted", "Deleted unused %s %s", p.InfraMachineTemplate.Kind, t.Name)

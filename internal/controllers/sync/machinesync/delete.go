@@ -40,7 +40,7 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		(capi != nil && !capi.DeletionTimestamp.IsZero())
 	if capi != nil && propagate {
 		if capi.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi)); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.event(mapi, corev1.EventTypeNormal, "MirrorDeleted", "Deleting Cluster API Machine %s/%s with its Machine API copy", capi.Namespace, capi.Name)
@@ -96,7 +96,7 @@ func (r *Reconciler) ownerAlive(ctx context.Context, mapi *machinev1beta1.Machin
 // deletion of a copy is undone: the copy is let go and recreated from the Machine API.
 func (r *Reconciler) capiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
 	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || metav1.GetControllerOf(capi) != nil {
-		if err := r.Client.Delete(ctx, mapi); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, mapi)); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, nil // mapiDeleted finishes the job

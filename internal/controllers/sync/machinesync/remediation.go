@@ -27,7 +27,7 @@ func (r *Reconciler) carryRemediation(ctx context.Context, mapi *machinev1beta1.
 	if owner == nil || owner.Kind != "MachineSet" || !mapi.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	if err := r.Client.Delete(ctx, mapi, client.Preconditions{UID: &mapi.UID}); client.IgnoreNotFound(err) != nil {
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, mapi, client.Preconditions{UID: &mapi.UID})); err != nil {
 		return false, err
 	}
 	r.event(mapi, corev1.EventTypeNormal, "RemediationCarriedOver",

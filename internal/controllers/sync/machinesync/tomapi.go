@@ -108,7 +108,7 @@ func (r *Reconciler) mapiOwner(ctx context.Context, capi *clusterv1.Machine) (*m
 func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctrl.Result, error) {
 	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; paused && controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
 		if capi.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi)); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.event(capi, corev1.EventTypeNormal, "MirrorDeleted", "Its authoritative Machine API Machine %s/%s is gone", r.Namespaces.MachineAPI, capi.Name)

@@ -69,7 +69,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !mapi.DeletionTimestamp.IsZero():
 		if capi != nil {
 			if Authority(mapi) != machinev1beta1.MachineAuthorityClusterAPI {
-				if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+				if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi)); err != nil {
 					return ctrl.Result{}, err
 				}
 			}

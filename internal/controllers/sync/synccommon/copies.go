@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // GetCopies reads the Machine API copy at key into mapi and its Cluster API namesake in
@@ -37,17 +39,16 @@ func GetCopies[M, C client.Object](ctx context.Context, c client.Reader, key typ
 // when something changed.
 func WriteSynchronized(ctx context.Context, c client.Client, rec record.EventRecorder, obj client.Object,
 	conds *[]machinev1beta1.Condition, synced *int64, reason string, errs field.ErrorList, detail error, generation int64) error {
-	base := obj.DeepCopyObject().(client.Object)
-	changed := SetSynchronized(conds, reason, errs, detail)
-	if len(errs) > 0 && changed && rec != nil {
-		rec.Eventf(obj, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
-	}
-	if synced != nil && generation > 0 && *synced != generation {
-		*synced = generation
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	_, err := patch.LockedStatus(ctx, c, obj, func() bool {
+		changed := SetSynchronized(conds, reason, errs, detail)
+		if len(errs) > 0 && changed && rec != nil {
+			rec.Eventf(obj, corev1.EventTypeWarning, reason, "Cannot synchronise: %s", errs.ToAggregate().Error())
+		}
+		if synced != nil && generation > 0 && *synced != generation {
+			*synced = generation
+			changed = true
+		}
+		return changed
+	})
+	return err
 }

@@ -12,6 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // RequeueOnConflict turns an optimistic-lock conflict into a quiet requeue: the reconcile
@@ -41,18 +43,7 @@ func MergeMap(into, from map[string]string) map[string]string {
 // Release removes the sync finalizer, and the given finalizers no controller will remove any
 // more, from o.
 func Release(ctx context.Context, c client.Client, o client.Object, others ...string) error {
-	base := o.DeepCopyObject().(client.Object)
-	changed := controllerutil.RemoveFinalizer(o, SyncFinalizer)
-	for _, f := range others {
-		changed = controllerutil.RemoveFinalizer(o, f) || changed
-	}
-	if !changed {
-		return nil
-	}
-	err := c.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	_, err := patch.RemoveFinalizer(ctx, c, o, append([]string{SyncFinalizer}, others...)...)
 	return err
 }
 
