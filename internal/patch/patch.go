@@ -1,15 +1,40 @@
 // Package patch persists what a reconcile changed in an object, with as few API writes as
-// possible: nothing when nothing changed, one patch for metadata and spec, one for status.
+// possible, and always with optimistic locking: every patch carries the resourceVersion the
+// change was computed from, so a writer working from a stale copy never overwrites another
+// writer's finalizers or conditions; it gets a conflict and runs again on fresh data.
 //
-// Both patches carry the resourceVersion the reconcile started from (optimistic locking), so
-// a reconcile working from a stale copy never overwrites another writer's finalizers or
-// conditions: it gets a conflict and runs again on fresh data.
+// There is one way to do each thing:
+//
+//   - The object a reconcile is about: NewHelper right after reading it, and Finish in a
+//     defer. Finish writes nothing when nothing changed, one patch for metadata and spec,
+//     one for status.
+//   - Its finalizer: Helper.EnsureFinalizer on the normal path, before the first action that
+//     must not outlive the object (creating an instance, cloning a template). It stores the
+//     finalizer at once and the pass carries on. Removing it is the last step of the
+//     deletion path: controllerutil.RemoveFinalizer, stored by Finish.
+//   - Any other object (a finalizer or label on an object the reconcile does not own, a
+//     Node, a status condition on a child): EnsureFinalizer, RemoveFinalizer, or Locked and
+//     LockedStatus, which write only when the change function reports a change.
+//
+// Options of Patch and Finish:
+//
+//   - SkipStatus applies when a pass must store metadata or spec before it may go on (a
+//     finalizer, an annotation that records a decision) but its status is not final yet:
+//     the status is kept for a later Patch of the same Helper, usually Finish. It also
+//     applies to a pass that ends right after such a write and leaves the status to the
+//     next pass, which would only overwrite it.
+//   - OwnSpecChange applies when the pass computes the status for the spec it is itself
+//     writing (a controller that sets spec.providerID, say): the observedGenerations of the
+//     status move on with the generation the spec write produces, so the next pass does not
+//     write the status again only to record that generation. Leave it out when the status
+//     describes the object as read and the spec written has yet to be acted upon.
 package patch
 
 import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,12 +42,15 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Helper remembers an object as it was read.
 type Helper struct {
 	c      client.Client
 	before client.Object
+	// stale: a patch met a newer copy of the object; nothing more is written from this one.
+	stale bool
 }
 
 // NewHelper snapshots obj; call it right after reading the object.
@@ -47,15 +75,6 @@ const (
 	OwnSpecChange Option = 2
 )
 
-func has(opts []Option, o Option) bool {
-	for _, x := range opts {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
 // Patch writes the differences between the snapshot and obj. obj is updated with the
 // server's answer (new resourceVersion) and keeps the status the reconcile wanted.
 func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) error {
@@ -72,19 +91,20 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 	delete(after, "status")
 	mainChanged := !equality.Semantic.DeepEqual(before, after)
 	statusChanged := !equality.Semantic.DeepEqual(beforeStatus, afterStatus)
-	skipStatus := has(opts, SkipStatus)
+	skipStatus := slices.Contains(opts, SkipStatus)
 
 	base := h.before
 	if mainChanged {
 		readGeneration := h.before.GetGeneration()
 		desired := obj.DeepCopyObject().(client.Object)
 		if err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			h.stale = h.stale || apierrors.IsConflict(err)
 			return err
 		}
 		// The answer carries the stored status; the base of the status patch is the object
 		// as it is now stored, and obj gets back the status the reconcile wants.
 		base = obj.DeepCopyObject().(client.Object)
-		if g := obj.GetGeneration(); has(opts, OwnSpecChange) && g != readGeneration {
+		if g := obj.GetGeneration(); slices.Contains(opts, OwnSpecChange) && g != readGeneration {
 			advanced, err := advanceObservedGeneration(desired, base, readGeneration, g)
 			if err != nil {
 				return err
@@ -97,6 +117,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 	}
 	if statusChanged && !skipStatus {
 		if err := h.c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			h.stale = h.stale || apierrors.IsConflict(err)
 			return fmt.Errorf("status: %w", err)
 		}
 		base = obj
@@ -171,12 +192,36 @@ func copyStatus(src, dst client.Object) error {
 	return nil
 }
 
+// EnsureFinalizer adds finalizer to obj and, when it was missing, stores it at once with the
+// metadata and spec the pass changed so far; the status waits for Finish (SkipStatus). It
+// reports whether it wrote. An object being deleted gets no new finalizer (the API server
+// refuses them). On a conflict the pass should stop: Finish then writes nothing more and
+// has the object reconciled again.
+func (h *Helper) EnsureFinalizer(ctx context.Context, obj client.Object, finalizer string) (bool, error) {
+	if !obj.GetDeletionTimestamp().IsZero() || !controllerutil.AddFinalizer(obj, finalizer) {
+		return false, nil
+	}
+	if err := h.Patch(ctx, obj, SkipStatus); err != nil {
+		return false, fmt.Errorf("storing finalizer %s: %w", finalizer, err)
+	}
+	return true, nil
+}
+
 // Finish persists obj at the end of a reconcile (call it in a defer) and folds the outcome
 // into the reconcile's results: NotFound means the object is gone (its last finalizer was
-// removed), and there is nothing left to write; a conflict means the reconcile worked from a
-// stale copy, so it runs again quietly on the newer one; any other error joins retErr. When
-// retErr is set, the result is cleared, as controller-runtime ignores it anyway.
+// removed), and there is nothing left to write; a conflict, here or in an earlier Patch of
+// the pass, means the reconcile worked from a stale copy, so nothing more is written and it
+// runs again quietly on the newer one; any other error joins retErr. When retErr is set,
+// the result is cleared, as controller-runtime ignores it anyway.
 func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result, retErr *error, opts ...Option) {
+	if h.stale {
+		if *retErr == nil || apierrors.IsConflict(*retErr) {
+			*res, *retErr = ctrl.Result{Requeue: true}, nil
+		} else {
+			*res = ctrl.Result{}
+		}
+		return
+	}
 	err := h.Patch(ctx, obj, opts...)
 	switch {
 	case err == nil || apierrors.IsNotFound(err):

@@ -1,0 +1,68 @@
+package patch
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// Locked applies mutate to obj and, when mutate reports a change, stores it with a merge
+// patch of metadata and spec that carries obj's resourceVersion: if somebody changed the
+// object since it was read, the patch fails with a conflict instead of overwriting them.
+// It reports whether it wrote; obj then holds the server's answer. On an error obj keeps
+// the change: read it again before trying once more.
+func Locked(ctx context.Context, c client.Client, obj client.Object, mutate func() bool) (bool, error) {
+	base := obj.DeepCopyObject().(client.Object)
+	if !mutate() {
+		return false, nil
+	}
+	return true, c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// LockedStatus is Locked for the status subresource.
+func LockedStatus(ctx context.Context, c client.Client, obj client.Object, mutate func() bool) (bool, error) {
+	base := obj.DeepCopyObject().(client.Object)
+	if !mutate() {
+		return false, nil
+	}
+	return true, c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// EnsureFinalizer adds finalizer to obj and stores it with an optimistic lock (Locked),
+// reporting whether it wrote. An object being deleted gets no new finalizer: the API server
+// refuses them, and nothing should start on such an object anyway. For the object a
+// reconcile is about, use Helper.EnsureFinalizer instead, which keeps the Helper's
+// snapshot true.
+func EnsureFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) (bool, error) {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return false, nil
+	}
+	wrote, err := Locked(ctx, c, obj, func() bool { return controllerutil.AddFinalizer(obj, finalizer) })
+	if err != nil {
+		return false, fmt.Errorf("adding finalizer %s to %s: %w", finalizer, obj.GetName(), err)
+	}
+	return wrote, nil
+}
+
+// RemoveFinalizer removes the finalizers from obj and stores that with an optimistic lock
+// (Locked), reporting whether it wrote. An object that is gone already has none left: that
+// is no error.
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizers ...string) (bool, error) {
+	wrote, err := Locked(ctx, c, obj, func() bool {
+		changed := false
+		for _, f := range finalizers {
+			changed = controllerutil.RemoveFinalizer(obj, f) || changed
+		}
+		return changed
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing finalizers %v from %s: %w", finalizers, obj.GetName(), err)
+	}
+	return wrote, nil
+}
