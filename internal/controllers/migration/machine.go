@@ -217,6 +217,10 @@ func setPaused(ctx context.Context, c client.Client, o client.Object, paused boo
 	if o == nil || isNil(o) {
 		return nil
 	}
+	if !paused && !o.GetDeletionTimestamp().IsZero() {
+		// An unpaused controller would act on the deletion: the sync settles it first.
+		return fmt.Errorf("not unpausing %T %s/%s: it is being deleted", o, o.GetNamespace(), o.GetName())
+	}
 	_, err := patch.Locked(ctx, c, o, func() bool { return synccommon.SetPaused(o, paused) })
 	return client.IgnoreNotFound(err)
 }

@@ -100,6 +100,8 @@ func TestSync(t *testing.T) {
 	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
 	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
 	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
+	t.Run("PausedMachineSetMirrorDeleted_RecreatedMachinesKept", testMachineSetMirrorDeleted)
+	t.Run("PausedMachineHealthCheckMirrorDeleted_Recreated", testMHCMirrorDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
 	t.Run("OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState)

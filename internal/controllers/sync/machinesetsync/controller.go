@@ -97,8 +97,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
-	if capi != nil && !capi.DeletionTimestamp.IsZero() && pause == synccommon.KeepPause {
-		return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
+	if capi != nil && !capi.DeletionTimestamp.IsZero() {
+		switch pause {
+		case synccommon.KeepPause:
+			return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
+		case synccommon.PauseMirror:
+			return r.mirrorDeleted(ctx, mapi, capi)
+		}
 	}
 	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
 		if !capi.DeletionTimestamp.IsZero() {

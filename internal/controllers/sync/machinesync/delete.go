@@ -92,10 +92,16 @@ func (r *Reconciler) ownerAlive(ctx context.Context, mapi *machinev1beta1.Machin
 }
 
 // capiDeleted carries a Cluster API deletion over while the Machine API copy still exists. It
-// propagates when the Cluster API is authoritative or the Machine is owned; otherwise the
-// deletion of a copy is undone: the copy is let go and recreated from the Machine API.
+// propagates when the Cluster API is authoritative or the Machine's MachineSet deleted it
+// (scale down, remediation); otherwise — a copy deleted by hand, or taken along by the
+// deletion of its non-authoritative MachineSet mirror — the deletion is undone: the copy is
+// let go and recreated from the Machine API.
 func (r *Reconciler) capiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
-	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || metav1.GetControllerOf(capi) != nil {
+	owned, err := r.capiOwnerAlive(ctx, capi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI || owned {
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, mapi)); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -107,4 +113,22 @@ func (r *Reconciler) capiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// capiOwnerAlive reports whether the Cluster API Machine's controlling MachineSet exists and is
+// not being deleted.
+func (r *Reconciler) capiOwnerAlive(ctx context.Context, capi *clusterv1.Machine) (bool, error) {
+	ref := metav1.GetControllerOf(capi)
+	if ref == nil || ref.Kind != "MachineSet" {
+		return false, nil
+	}
+	ms := &clusterv1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, ms)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return ms.UID == ref.UID && ms.DeletionTimestamp.IsZero(), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -87,6 +88,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err)
 	}
 	source, pause := synccommon.SyncSource(Authority(mapi), machinev1beta1.SynchronizedAPI(mapi.Annotations[gate.MHCSynchronizedAPIAnnotation]))
+	if capi != nil && !capi.DeletionTimestamp.IsZero() && pause != synccommon.Unpause {
+		// A paused mirror never acts on its deletion: it is let go and created again (mid-
+		// handover too: the migration controller waits for the new copy).
+		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, "MirrorRecreated",
+			"Cluster API MachineHealthCheck %s/%s was deleted but it is not authoritative; it will be recreated", capi.Namespace, capi.Name)
+		return ctrl.Result{RequeueAfter: time.Second}, synccommon.Release(ctx, r.Client, capi)
+	}
 	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
 		return ctrl.Result{}, r.toMAPI(ctx, cc, mapi, capi)
 	}
