@@ -21,6 +21,8 @@ type InstanceType struct {
 	MaxPods int `json:"maxPods,omitempty"`
 	// EphemeralStorageGiB is the Node's ephemeral-storage capacity; default 100.
 	EphemeralStorageGiB int `json:"ephemeralStorageGiB,omitempty"`
+	// EFA says whether the type supports Elastic Fabric Adapter interfaces (EC2 front).
+	EFA bool `json:"efa,omitempty"`
 }
 
 // Image is a bootable image. An empty Architecture boots on every architecture.
@@ -29,6 +31,10 @@ type Image struct {
 	Name            string `json:"name,omitempty"`
 	Architecture    string `json:"architecture,omitempty"`
 	OperatingSystem string `json:"operatingSystem,omitempty"`
+	// Owner is the owning account the EC2 front reports (DescribeImages Owner.N, owner-id).
+	Owner string `json:"owner,omitempty"`
+	// CreationDate is an RFC 3339 time the EC2 front reports; clients pick the newest.
+	CreationDate string `json:"creationDate,omitempty"`
 }
 
 // Catalogue is what the cloud offers. The catalogue file (--catalogue) has this shape in
@@ -39,6 +45,9 @@ type Catalogue struct {
 	Regions         []Region       `json:"regions,omitempty"`
 	InstanceTypes   []InstanceType `json:"instanceTypes,omitempty"`
 	Images          []Image        `json:"images,omitempty"`
+	// AWS is the network model of the EC2 front; a file's aws section replaces the
+	// default one as a whole.
+	AWS *AWSNetwork `json:"aws,omitempty"`
 }
 
 // DescribeRegionsRequest is empty: every region is returned.

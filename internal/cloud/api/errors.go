@@ -43,16 +43,18 @@ const (
 	CodeInvalidImage          = "InvalidImage"
 	CodeUserDataTooLarge      = "UserDataTooLarge"
 	// 404 and others: see StatusFor.
-	CodeUnknownOperation      = "UnknownOperation"
-	CodeInstanceNotFound      = "InstanceNotFound"
-	CodeNetworkNotFound       = "NetworkNotFound"
-	CodeScalingGroupNotFound  = "ScalingGroupNotFound"
-	CodeNotInScalingGroup     = "InstanceNotInScalingGroup"
-	CodeMethodNotAllowed      = "MethodNotAllowed"
-	CodeRequestTooLarge       = "RequestTooLarge"
-	CodeIdempotentMismatch    = "IdempotentParameterMismatch"
-	CodeAlreadyExists         = "AlreadyExists"
-	CodeDependencyViolation   = "DependencyViolation"
+	CodeUnknownOperation     = "UnknownOperation"
+	CodeInstanceNotFound     = "InstanceNotFound"
+	CodeNetworkNotFound      = "NetworkNotFound"
+	CodeScalingGroupNotFound = "ScalingGroupNotFound"
+	CodeNotInScalingGroup    = "InstanceNotInScalingGroup"
+	CodeMethodNotAllowed     = "MethodNotAllowed"
+	CodeRequestTooLarge      = "RequestTooLarge"
+	CodeIdempotentMismatch   = "IdempotentParameterMismatch"
+	CodeAlreadyExists        = "AlreadyExists"
+	CodeDependencyViolation  = "DependencyViolation"
+	// CodeIncorrectState: the instance's state does not allow the call (stop, start).
+	CodeIncorrectState        = "IncorrectInstanceState"
 	CodeThrottling            = "Throttling"
 	CodeInternalError         = "InternalError"
 	CodeServiceUnavailable    = "ServiceUnavailable"
@@ -73,7 +75,7 @@ func StatusFor(code string) int {
 		return http.StatusMethodNotAllowed
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeIdempotentMismatch, CodeAlreadyExists, CodeDependencyViolation:
+	case CodeIdempotentMismatch, CodeAlreadyExists, CodeDependencyViolation, CodeIncorrectState:
 		return http.StatusConflict
 	case CodeThrottling:
 		return http.StatusTooManyRequests

@@ -23,12 +23,16 @@ const (
 	// StateTerminated: the instance is gone. It stays visible to DescribeInstances for
 	// the server's terminated retention, then disappears (is purged).
 	StateTerminated InstanceState = "terminated"
+	// StateStopping is an instance being stopped through the EC2 front (StopInstances).
+	StateStopping InstanceState = "stopping"
+	// StateStopped is a stopped instance; StartInstances makes it pending again.
+	StateStopped InstanceState = "stopped"
 )
 
-// Valid reports whether s is one of the four known states.
+// Valid reports whether s is one of the known states.
 func (s InstanceState) Valid() bool {
 	switch s {
-	case StatePending, StateRunning, StateShuttingDown, StateTerminated:
+	case StatePending, StateRunning, StateShuttingDown, StateTerminated, StateStopping, StateStopped:
 		return true
 	}
 	return false
@@ -83,6 +87,9 @@ type Instance struct {
 	Tags        map[string]string `json:"tags,omitempty"`
 	// UserData is only returned when DescribeInstancesRequest.IncludeUserData is set.
 	UserData []byte `json:"userData,omitempty"`
+	// EC2 holds the attributes of an instance launched through the EC2 front; its
+	// ProviderID is then aws:///<zone>/<instance-id>.
+	EC2 *EC2Attributes `json:"ec2,omitempty"`
 }
 
 // RunInstancesRequest launches one instance. ClientToken is required: a second request

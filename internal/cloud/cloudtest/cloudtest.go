@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/lab"
 )
@@ -37,6 +38,10 @@ func WithKubelet(cfg *rest.Config) Option {
 // WithDelays sets the instance lifecycle delays (default: all zero, so instances are
 // running at once and terminated at once).
 func WithDelays(d server.Delays) Option { return func(o *server.Options) { o.Delays = d } }
+
+// WithEC2 also serves the EC2 front (lab credentials unless opts names others); reach it
+// at Cloud.Server.EC2().URL().
+func WithEC2(opts ec2.Options) Option { return func(o *server.Options) { o.EC2 = &opts } }
 
 // WithOptions edits the server options directly.
 func WithOptions(f func(*server.Options)) Option { return Option(f) }

@@ -366,7 +366,7 @@ func (k *Kubelet) needsWork(t *target, now time.Time) bool {
 	switch t.inst.State {
 	case api.StatePending:
 		return false
-	case api.StateShuttingDown, api.StateTerminated:
+	case api.StateShuttingDown, api.StateTerminated, api.StateStopping, api.StateStopped:
 		return exists
 	}
 	if !exists || !k.statusCurrent(node, t, now) {

@@ -64,7 +64,8 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 	switch t.inst.State {
 	case api.StatePending:
 		return 0, nil
-	case api.StateShuttingDown:
+	case api.StateShuttingDown, api.StateStopping, api.StateStopped:
+		// A stopped instance keeps its Node, tainted and Unknown, as a cloud provider does.
 		if exists {
 			return 0, k.markGone(ctx, node, now)
 		}

@@ -18,11 +18,17 @@ type catalogue struct {
 	zones   map[string]string // zone → region
 	types   map[string]api.InstanceType
 	images  map[string]api.Image
+	// aws is the EC2 front's network (nil without the front).
+	aws *api.AWSNetwork
 }
 
-// loadCatalogue merges the built-in catalogue, the file and the in-code extension.
-func loadCatalogue(file string, extra *api.Catalogue) (*catalogue, error) {
+// loadCatalogue merges the built-in catalogue, with withAWS the EC2 front's defaults, the
+// file and the in-code extension.
+func loadCatalogue(file string, extra *api.Catalogue, withAWS bool) (*catalogue, error) {
 	merged := api.DefaultCatalogue()
+	if withAWS {
+		merged = mergeCatalogue(merged, api.DefaultAWSCatalogue())
+	}
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -85,6 +91,15 @@ func loadCatalogue(file string, extra *api.Catalogue) (*catalogue, error) {
 	if len(cat.regions) == 0 || len(cat.types) == 0 || len(cat.images) == 0 {
 		return nil, fmt.Errorf("cloud: the catalogue needs at least one region, instance type and image")
 	}
+	if withAWS {
+		if merged.AWS == nil {
+			return nil, fmt.Errorf("cloud: the EC2 front needs the catalogue's aws section (replaceDefaults dropped it)")
+		}
+		if err := validateAWSNetwork(cat, merged.AWS); err != nil {
+			return nil, fmt.Errorf("cloud: catalogue aws: %w", err)
+		}
+		cat.aws = merged.AWS
+	}
 	return cat, nil
 }
 
@@ -93,6 +108,9 @@ func mergeCatalogue(base, add api.Catalogue) api.Catalogue {
 	if add.ReplaceDefaults {
 		add.ReplaceDefaults = false
 		return add
+	}
+	if add.AWS != nil {
+		base.AWS = add.AWS
 	}
 	for _, r := range add.Regions {
 		i := slices.IndexFunc(base.Regions, func(x api.Region) bool { return x.Name == r.Name })

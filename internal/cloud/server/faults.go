@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 )
 
 // validateFault checks a fault and fills in defaults.
@@ -23,7 +24,7 @@ func validateFault(cat *catalogue, f *api.Fault) *api.Error {
 		return err
 	}
 	if f.Operation != "" {
-		if o, ok := operations[f.Operation]; !ok || !o.injectable {
+		if o, ok := operations[f.Operation]; (!ok || !o.injectable) && !ec2.IsAction(f.Operation) {
 			return api.Errorf(api.CodeInvalidParameterValue, "fault.operation", "operation %q does not exist or cannot be faulted", f.Operation)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 )
 
 // defaultPool is the address pool of instances launched without a network.
@@ -31,18 +32,32 @@ type launchSpec struct {
 	ltVersion                       int
 	tags                            map[string]string
 	userData                        []byte
+	// ec2 and pools are set for launches of the EC2 front (see ec2Addresses).
+	ec2   *api.EC2Attributes
+	pools []ec2.AddressPool
 }
 
 // launchLocked creates an instance in tx. The caller holds s.mu and adds the returned
 // record to s.inst once tx committed.
 func (s *Server) launchLocked(tx *bolt.Tx, ls launchSpec, now time.Time) (*instance, error) {
-	ip, err := s.allocIP(tx, ls.net)
-	if err != nil {
-		return nil, err
-	}
 	id, err := s.newInstanceID()
 	if err != nil {
 		return nil, err
+	}
+	var ip, hostname string
+	var ext *api.EC2Attributes
+	if ls.ec2 != nil {
+		ext, err = ec2Addresses(tx, ls, id)
+		if err != nil {
+			return nil, err
+		}
+		ip = ext.NetworkInterfaces[0].PrivateIP
+		hostname = api.EC2Hostname(ls.region, id, ip, ext.PrivateDNS.HostnameType)
+	} else {
+		if ip, err = s.allocIP(tx, ls.net); err != nil {
+			return nil, err
+		}
+		hostname = id + "." + ls.region + ".compute.internal"
 	}
 	i := &instance{
 		ID:           id,
@@ -52,7 +67,8 @@ func (s *Server) launchLocked(tx *bolt.Tx, ls launchSpec, now time.Time) (*insta
 		Image:        ls.image,
 		Architecture: s.cat.types[ls.itype].Architecture,
 		PrivateIP:    ip,
-		Hostname:     id + "." + ls.region + ".compute.internal",
+		Hostname:     hostname,
+		EC2:          ext,
 		NetworkID:    ls.net,
 		GroupID:      ls.groupID,
 		LTVersion:    ls.ltVersion,
@@ -108,7 +124,13 @@ func (s *Server) allocIP(tx *bolt.Tx, networkID string) (string, error) {
 		}
 		pool = p
 	}
-	key := []byte("ip/" + networkID)
+	return allocFrom(tx, "ip/"+networkID, pool, "networkID", fmt.Sprintf("network %q", networkID))
+}
+
+// allocFrom hands out the next address of pool under the counter key; field and what
+// name the pool in the error of an exhausted one.
+func allocFrom(tx *bolt.Tx, counter string, pool netip.Prefix, field, what string) (string, error) {
+	key := []byte(counter)
 	c := tx.Bucket(bucketCounters)
 	var next uint64
 	if v := c.Get(key); len(v) == 8 {
@@ -118,7 +140,7 @@ func (s *Server) allocIP(tx *bolt.Tx, networkID string) (string, error) {
 	// Skip the network address and three reserved ones, and the broadcast address.
 	off := next + 4
 	if off >= size-1 {
-		return "", api.Errorf(api.CodeInsufficientAddresses, "networkID", "network %q (%s) has no free addresses", networkID, pool)
+		return "", api.Errorf(api.CodeInsufficientAddresses, field, "%s (%s) has no free addresses", what, pool)
 	}
 	base := binary.BigEndian.Uint32(pool.Masked().Addr().AsSlice())
 	var ip [4]byte
@@ -344,7 +366,7 @@ func (s *Server) terminateLocked(ids []string, reason string, shutdown time.Dura
 	for _, id := range ids {
 		i := s.inst[id]
 		prev, _ := i.stateAt(now)
-		if !prev.Alive() {
+		if prev == api.StateShuttingDown || prev == api.StateTerminated {
 			// Idempotent: shutting-down or terminated instances stay as they are.
 			changes = append(changes, api.InstanceStateChange{InstanceID: id, PreviousState: prev, CurrentState: prev})
 			continue
@@ -355,6 +377,9 @@ func (s *Server) terminateLocked(ids []string, reason string, shutdown time.Dura
 		n := *i
 		n.ShutdownAt = now
 		n.TerminatedAt = now.Add(shutdown)
+		if prev == api.StateStopped {
+			n.TerminatedAt = now // nothing left to shut down
+		}
 		n.StateReason = reason
 		updated[id] = n
 		cur, _ := n.stateAt(now)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 )
 
@@ -79,6 +80,9 @@ type Options struct {
 	Logger  logr.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// EC2, if set, also serves the EC2 front (internal/cloud/ec2) on its own loopback
+	// port, over the same instances; the catalogue then includes its AWS defaults.
+	EC2 *ec2.Options
 }
 
 // Server is a running (or startable) simulated cloud.
@@ -107,6 +111,7 @@ type Server struct {
 	listener net.Listener
 	http     *http.Server
 	kubelet  *kubelet.Kubelet
+	ec2      *ec2.Front
 	cancel   context.CancelFunc
 	done     chan struct{}
 	reqSeq   uint64
@@ -142,7 +147,7 @@ func New(opts Options) (*Server, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	cat, err := loadCatalogue(opts.CatalogueFile, opts.Catalogue)
+	cat, err := loadCatalogue(opts.CatalogueFile, opts.Catalogue, opts.EC2 != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -235,6 +240,22 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.kubelet = k
 	}
+	if s.opts.EC2 != nil {
+		eo := *s.opts.EC2
+		eo.Logger = s.log.WithName("ec2")
+		eo.Now = s.now
+		front, err := ec2.New(s, eo)
+		if err == nil {
+			err = front.Start(ctx)
+		}
+		if err != nil {
+			cancel()
+			_ = ln.Close()
+			_ = db.Close()
+			return err
+		}
+		s.ec2 = front
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -279,6 +300,9 @@ func (s *Server) URL() string {
 	return "http://" + s.listener.Addr().String()
 }
 
+// EC2 is the EC2 front, nil unless Options.EC2 was set. Valid after Start.
+func (s *Server) EC2() *ec2.Front { return s.ec2 }
+
 // Close stops serving and the background work and closes the state file. It is safe to
 // call more than once.
 func (s *Server) Close() {
@@ -288,6 +312,9 @@ func (s *Server) Close() {
 		}
 		s.cancel()
 		<-s.done
+		if s.ec2 != nil {
+			s.ec2.Close()
+		}
 		s.mu.Lock()
 		_ = s.db.Close()
 		s.mu.Unlock()

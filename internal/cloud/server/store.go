@@ -61,6 +61,12 @@ type instance struct {
 	// ShutdownAt is when termination was requested; TerminatedAt when it completes.
 	ShutdownAt   time.Time `json:"shutdownAt,omitzero"`
 	TerminatedAt time.Time `json:"terminatedAt,omitzero"`
+	// StopAt is when a stop was requested (EC2 StopInstances), StoppedAt when it
+	// completes; both are cleared by a start, which moves LaunchTime and RunningAt.
+	StopAt    time.Time `json:"stopAt,omitzero"`
+	StoppedAt time.Time `json:"stoppedAt,omitzero"`
+	// EC2 is set for instances launched through the EC2 front.
+	EC2 *api.EC2Attributes `json:"ec2,omitempty"`
 }
 
 // stateAt computes the state at now and when that state began.
@@ -70,6 +76,10 @@ func (i *instance) stateAt(now time.Time) (api.InstanceState, time.Time) {
 		return api.StateTerminated, i.TerminatedAt
 	case !i.ShutdownAt.IsZero():
 		return api.StateShuttingDown, i.ShutdownAt
+	case !i.StoppedAt.IsZero() && !now.Before(i.StoppedAt):
+		return api.StateStopped, i.StoppedAt
+	case !i.StopAt.IsZero():
+		return api.StateStopping, i.StopAt
 	case !now.Before(i.RunningAt):
 		return api.StateRunning, i.RunningAt
 	}
@@ -97,11 +107,15 @@ func (i *instance) view(now time.Time, userData bool) api.Instance {
 		ClientToken:         i.Token,
 		Tags:                copyTags(i.Tags),
 	}
-	if st == api.StateShuttingDown || st == api.StateTerminated {
+	if st != api.StatePending && st != api.StateRunning {
 		out.StateReason = i.StateReason
 	}
 	if userData {
 		out.UserData = append([]byte(nil), i.UserData...)
+	}
+	if i.EC2 != nil {
+		out.ProviderID = api.FormatAWSProviderID(i.Zone, i.ID)
+		out.EC2 = cloneEC2(i.EC2)
 	}
 	return out
 }
