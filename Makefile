@@ -1,16 +1,18 @@
 # machina developer targets. The README's two commands need none of these.
 CONTROLLER_GEN_VERSION ?= v0.23.0
 CONTROLLER_GEN = go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT = go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 # Where the +kubebuilder:rbac markers of each generated role live (config/config_test.go reads
 # these two lines): machina's provider-agnostic controllers, and the simulated provider.
-MANAGER_RBAC_PATHS = paths=./internal/controllers/machineapi/... paths=./internal/controllers/clusterapi/... paths=./internal/controllers/sync/... paths=./internal/controllers/migration/... paths=./internal/controllers/autoscaling/... paths=./internal/manager/... paths=./internal/authorityhook/...
+MANAGER_RBAC_PATHS = paths=./internal/controllers/machineapi/... paths=./internal/controllers/clusterapi/... paths=./internal/controllers/sync/... paths=./internal/controllers/migration/... paths=./internal/controllers/autoscaling/... paths=./internal/manager/... paths=./internal/authorityhook/... paths=./internal/events/...
 SIM_RBAC_PATHS = paths=./internal/controllers/sim/...
 
 IMAGE ?= machina:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: all build test generate rbac crds tools-mod lab-binaries verify image
+.PHONY: all build test generate rbac crds tools-mod lab-binaries verify lint image
 
 all: build
 
@@ -43,6 +45,12 @@ tools-mod: ## re-tidy the control-plane tools module and refresh the lab's embed
 lab-binaries: ## build (or find) the cached etcd / kube-apiserver / kube-controller-manager
 	go run ./cmd/machina lab-binaries
 
-verify: ## fail if generated files or upstream CRDs are stale
+lint: ## golangci-lint with .golangci.yml, pinned
+	$(GOLANGCI_LINT) run ./...
+
+verify: ## tidy go.mod, vet, golangci-lint (.golangci.yml), and no stale generated files or upstream CRDs
+	go mod tidy -diff
+	go vet ./...
+	$(GOLANGCI_LINT) run ./...
 	go run ./hack/crdsync -check
-	go test ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|RBACUpToDate|Wildcard|ContainerfileGo'
+	go test -count=1 ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|RBACUpToDate|Wildcard|ContainerfileGo'

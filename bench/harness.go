@@ -109,7 +109,7 @@ func startEnv(groups string) (*env, error) {
 		return nil, err
 	}
 	e.mgr = exec.Command(os.Args[0], "manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
-		"--controllers", groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr,
+		"--controllers", groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr, "--metrics-insecure",
 		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf
 	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())

@@ -5,6 +5,7 @@
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
+//	go run ./bench soak -duration 10m -machines 60 -seed 1  # random traffic, kills and faults; checks invariants
 //
 // Each run starts a fresh lab (etcd + kube-apiserver), the simulated cloud with zero delays
 // and its kubelet in this process, and `machina manager` as a child process, so the
@@ -41,6 +42,9 @@ func main() {
 		usage()
 	}
 	scenario, args := os.Args[1], os.Args[2:]
+	if scenario == "soak" {
+		os.Exit(soakMain(args))
+	}
 	fs := flag.NewFlagSet(scenario, flag.ExitOnError)
 	var sizes intList
 	fs.Var(&sizes, "n", "number of Machines (repeatable)")

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/machina-dev/machina/config"
 	"github.com/machina-dev/machina/config/render"
-	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/controllers"
 )
 
 // kustomizations lists every directory under config/ holding a kustomization.yaml.
@@ -300,7 +301,7 @@ func TestManagerDeployment(t *testing.T) {
 		}
 		for _, a := range c.Args {
 			if v, ok := strings.CutPrefix(a, "--controllers="); ok {
-				if _, err := manager.Select(v); err != nil {
+				if _, err := controllers.Select(v); err != nil {
 					t.Errorf("%s: %s: %v", tc.dir, a, err)
 				}
 			}
@@ -333,5 +334,56 @@ func TestContainerfileGoVersion(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^FROM gcr.io/distroless/static\S*:nonroot$`).Match(cf) || !strings.Contains(string(cf), "CGO_ENABLED=0") {
 		t.Error("the final stage must be distroless static (nonroot) with a CGO_ENABLED=0 binary")
+	}
+}
+
+// Neither install serves plain-HTTP metrics: the manager is told an HTTPS address (never
+// --metrics-insecure), the metrics Service reaches that port by name, and only
+// machina-metrics-reader (bound to nobody by config/default) grants reading it.
+func TestMetricsOnlyOverHTTPS(t *testing.T) {
+	for _, dir := range []string{"default", "bridge"} {
+		d := deployment(t, dir)
+		c := d.Spec.Template.Spec.Containers[0]
+		if slices.Contains(c.Args, "--metrics-insecure") || slices.Contains(c.Args, "--metrics-insecure=true") {
+			t.Errorf("%s: the manager serves plain-HTTP metrics: %v", dir, c.Args)
+		}
+		if !slices.Contains(c.Args, "--metrics-bind-address=:8443") {
+			t.Errorf("%s: args %v lack --metrics-bind-address=:8443", dir, c.Args)
+		}
+		ports := map[string]int32{}
+		for _, p := range c.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		if ports["https-metrics"] != 8443 || ports["metrics"] != 0 {
+			t.Errorf("%s: container ports %v, want https-metrics 8443 and no plain metrics port", dir, ports)
+		}
+		var svc *corev1.Service
+		for _, o := range renderDir(t, dir) {
+			if o.GetKind() == "Service" && o.GetName() == "machina-manager-metrics" {
+				svc = &corev1.Service{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, svc); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "https-metrics" {
+			t.Errorf("%s: metrics Service %+v does not target the https-metrics port", dir, svc)
+		}
+		readers := 0
+		for _, o := range renderDir(t, dir) {
+			switch {
+			case o.GetKind() == "ClusterRole" && o.GetName() == "machina-metrics-reader":
+				r := toRole(t, o)
+				if len(r.Rules) != 1 || !slices.Equal(r.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(r.Rules[0].Verbs, []string{"get"}) {
+					t.Errorf("%s: machina-metrics-reader rules %v", dir, r.Rules)
+				}
+				readers++
+			case strings.HasSuffix(o.GetKind(), "RoleBinding") && strings.Contains(fmt.Sprint(o.Object["roleRef"]), "machina-metrics-reader"):
+				t.Errorf("%s: %s %s binds machina-metrics-reader; the install must leave that to the operator", dir, o.GetKind(), o.GetName())
+			}
+		}
+		if readers != 1 {
+			t.Errorf("%s: %d machina-metrics-reader roles", dir, readers)
+		}
 	}
 }

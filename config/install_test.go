@@ -23,13 +23,6 @@ import (
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/config"
-	_ "github.com/machina-dev/machina/internal/authorityhook"
-	_ "github.com/machina-dev/machina/internal/controllers/autoscaling"
-	_ "github.com/machina-dev/machina/internal/controllers/clusterapi"
-	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
-	_ "github.com/machina-dev/machina/internal/controllers/migration"
-	_ "github.com/machina-dev/machina/internal/controllers/sim"
-	_ "github.com/machina-dev/machina/internal/controllers/sync"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"

@@ -116,11 +116,11 @@ func processesMentioning(s string) []string {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err != nil || !strings.Contains(string(b), s) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if strings.Contains(string(stat), ") Z ") { // a zombie has already exited
 			continue
 		}

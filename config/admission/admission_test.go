@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,6 +213,67 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 		}
 		ms.Spec.Selector.MatchLabels = map[string]string{"pool": "p", "tier": "t"}
 		expectDenied(t, alice.Update(ctx, ms), "spec.selector: Invalid value: field is immutable")
+	})
+	t.Run("ProviderSpecValueRequired", func(t *testing.T) {
+		m := machine("novalue", nil)
+		m.Spec.ProviderSpec.Value = nil
+		expectDenied(t, alice.Create(ctx, m), "spec.providerSpec.value: Required value: the provider configuration "+
+			"(for example a SimMachineProviderSpec) the Machine API provisions the Machine from")
+		ms := machineSet("novalue", map[string]string{"a": "b"}, map[string]string{"a": "b"}, nil)
+		ms.Spec.Template.Spec.ProviderSpec.Value = nil
+		expectDenied(t, alice.Create(ctx, ms), "spec.template.spec.providerSpec.value: Required value: the provider configuration "+
+			"(for example a SimMachineProviderSpec) the Machine API provisions the Machines from")
+		// A mirror of a Cluster API-owned Machine is filled in by the sync.
+		m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		if err := alice.Create(ctx, m, client.DryRunAll); err != nil {
+			t.Fatalf("a Cluster API-authoritative Machine without a providerSpec value was refused: %v", err)
+		}
+	})
+	t.Run("ClusterIDLabelDefaulted", func(t *testing.T) {
+		const label = "machine.openshift.io/cluster-api-cluster"
+		infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType}}}
+		if err := admin.Create(ctx, infra); err != nil {
+			t.Fatal(err)
+		}
+		infra.Status = configv1.InfrastructureStatus{InfrastructureName: "lab-7x2kq",
+			PlatformStatus:         &configv1.PlatformStatus{Type: configv1.NonePlatformType},
+			ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+			InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+		if err := admin.Status().Update(ctx, infra); err != nil {
+			t.Fatal(err)
+		}
+		// The policy sees the Infrastructure a moment after it changes.
+		m := machine("cluster-id", sim(nil))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			probe := machine("cluster-id", sim(nil))
+			if err := alice.Create(ctx, probe, client.DryRunAll); err != nil {
+				t.Fatal(err)
+			}
+			if probe.Labels[label] == "lab-7x2kq" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("label never defaulted: %v", probe.Labels)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := alice.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Labels[label] != "lab-7x2kq" {
+			t.Errorf("labels %v", m.Labels)
+		}
+		// A label the user set is kept.
+		own := machine("own-cluster-id", sim(nil))
+		own.Labels = map[string]string{label: "mine", "team": "blue"}
+		if err := alice.Create(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+		if own.Labels[label] != "mine" || own.Labels["team"] != "blue" {
+			t.Errorf("labels %v", own.Labels)
+		}
 	})
 	t.Run("HooksFrozenWhileDeleting", func(t *testing.T) {
 		m := machine("hooked", sim(nil))

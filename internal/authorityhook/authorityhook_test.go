@@ -9,6 +9,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,8 +104,8 @@ func TestAuthorityWebhook(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Name: authorityhook.ConfigurationName}, vwc); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(vwc.Webhooks); n != 2 {
-			t.Fatalf("%d webhooks, want 2", n)
+		if n := len(vwc.Webhooks); n != 4 {
+			t.Fatalf("%d webhooks, want 4 (creates and scales in each API)", n)
 		}
 		for _, w := range vwc.Webhooks {
 			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail || len(w.ClientConfig.CABundle) == 0 {
@@ -118,6 +119,9 @@ func mapiMachine(name string, authority machinev1beta1.MachineAuthority) *machin
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS,
 		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}}}
 	m.Spec.AuthoritativeAPI = authority
+	// Admission requires a providerSpec value on a Machine the Machine API provisions.
+	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"infrastructure.machina.dev/v1alpha1",` +
+		`"kind":"SimMachineProviderSpec","region":"sim-east-1","zone":"sim-east-1a"}`)}
 	return m
 }
 

@@ -15,8 +15,9 @@ import (
 // GroupName is the --controllers name of the webhook.
 const GroupName = "admission"
 
-func init() {
-	manager.Register(manager.Group{
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
 		Name:        GroupName,
 		Description: "admission webhook for authority rules across the two APIs (same-named resources, unpaused Cluster API copies)",
 		Setup: func(mgr ctrl.Manager, env manager.Env) error {
@@ -28,7 +29,7 @@ func init() {
 			return Setup(mgr, Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS},
 				Options{ListenAddr: env.Webhook.ListenAddr, Service: svc, CertDir: env.Webhook.CertDir})
 		},
-	})
+	}
 }
 
 // ParseService reads "namespace/name:port" (port 443 when left out); "" is no Service.

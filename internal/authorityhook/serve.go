@@ -26,9 +26,12 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	machina "github.com/machina-dev/machina/internal/manager"
 )
 
 // ConfigurationName is the ValidatingWebhookConfiguration the manager keeps up to date.
@@ -63,9 +66,14 @@ func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
 	if o.ListenAddr == "" {
 		o.ListenAddr = "127.0.0.1:0"
 	}
-	cert, caPEM, err := certificate(o)
+	cert, err := certificate(o)
 	if err != nil {
 		return fmt.Errorf("authority webhook certificate: %w", err)
+	}
+	if cert.watcher != nil {
+		if err := mgr.Add(cert.watcher); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", o.ListenAddr)
 	if err != nil {
@@ -75,8 +83,9 @@ func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
 	mux := http.NewServeMux()
 	mux.Handle(MachineAPIPath, &admission.Webhook{Handler: admission.HandlerFunc(rules.MachineAPICreate)})
 	mux.Handle(ClusterAPIPath, &admission.Webhook{Handler: admission.HandlerFunc(rules.ClusterAPICreate)})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	mux.Handle(MachineAPIScalePath, &admission.Webhook{Handler: admission.HandlerFunc(rules.MachineAPIScale)})
+	mux.Handle(ClusterAPIScalePath, &admission.Webhook{Handler: admission.HandlerFunc(rules.ClusterAPIScale)})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cert.tlsConfig()}
 	if err := mgr.Add(serveRunnable{srv: srv, ln: ln}); err != nil {
 		return err
 	}
@@ -84,7 +93,7 @@ func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
 		_ = ln.Close()
 		return fmt.Errorf("authority webhook: listening on all addresses (%s) needs a Service for the apiserver to call (--webhook-service namespace/name:port)", o.ListenAddr)
 	}
-	reg := &registrar{c: mgr.GetClient(), r: mgr.GetAPIReader(), ns: ns, caPEM: caPEM, service: o.Service, url: "https://" + ln.Addr().String()}
+	reg := &registrar{c: mgr.GetClient(), r: mgr.GetAPIReader(), ns: ns, caPEM: cert.caPEM, service: o.Service, url: "https://" + ln.Addr().String()}
 	return mgr.Add(reg)
 }
 
@@ -169,7 +178,10 @@ func (r *registrar) configuration(self string) *admissionregistrationv1.Validati
 		Expression: fmt.Sprintf("request.userInfo.username != %q", self)}
 	unpaused := admissionregistrationv1.MatchCondition{Name: "unpaused",
 		Expression: fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", clusterv1.PausedAnnotation)}
-	hook := func(name, path, group, ns string, conds ...admissionregistrationv1.MatchCondition) admissionregistrationv1.ValidatingWebhook {
+	creates := []string{"machines", "machinesets", "machinehealthchecks"}
+	scales := []string{"machinesets/scale"}
+	hook := func(name, path, group, ns string, op admissionregistrationv1.OperationType, resources []string,
+		conds ...admissionregistrationv1.MatchCondition) admissionregistrationv1.ValidatingWebhook {
 		cc := admissionregistrationv1.WebhookClientConfig{CABundle: r.caPEM}
 		if r.service != nil {
 			svc := *r.service
@@ -182,9 +194,9 @@ func (r *registrar) configuration(self string) *admissionregistrationv1.Validati
 			Name:         name,
 			ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Operations: []admissionregistrationv1.OperationType{op},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"},
-					Resources: []string{"machines", "machinesets", "machinehealthchecks"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+					Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 			}},
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			MatchConditions:         append([]admissionregistrationv1.MatchCondition{notSelf}, conds...),
@@ -198,33 +210,60 @@ func (r *registrar) configuration(self string) *admissionregistrationv1.Validati
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": "machina"}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("machine-api-create.authority.machina.dev", MachineAPIPath, "machine.openshift.io", r.ns.MachineAPI),
-			hook("cluster-api-create.authority.machina.dev", ClusterAPIPath, "cluster.x-k8s.io", r.ns.ClusterAPI, unpaused),
+			hook("machine-api-create.authority.machina.dev", MachineAPIPath, "machine.openshift.io", r.ns.MachineAPI, admissionregistrationv1.Create, creates),
+			hook("cluster-api-create.authority.machina.dev", ClusterAPIPath, "cluster.x-k8s.io", r.ns.ClusterAPI, admissionregistrationv1.Create, creates, unpaused),
+			hook("machine-api-scale.authority.machina.dev", MachineAPIScalePath, "machine.openshift.io", r.ns.MachineAPI, admissionregistrationv1.Update, scales),
+			hook("cluster-api-scale.authority.machina.dev", ClusterAPIScalePath, "cluster.x-k8s.io", r.ns.ClusterAPI, admissionregistrationv1.Update, scales),
 		},
 	}
 }
 
-// certificate loads the serving certificate from o.CertDir, or makes a self-signed one.
-func certificate(o Options) (tls.Certificate, []byte, error) {
+// servingCert is the webhook's certificate and the CA the apiserver is told to trust.
+type servingCert struct {
+	static  *tls.Certificate         // a self-signed certificate made at start
+	watcher *certwatcher.CertWatcher // or tls.crt/tls.key of CertDir, reloaded when they change
+	caPEM   []byte
+}
+
+// tlsConfig serves the certificate with the manager's TLS policy (TLS 1.2 or newer).
+func (s servingCert) tlsConfig() *tls.Config {
+	c := &tls.Config{}
+	if s.watcher != nil {
+		c.GetCertificate = s.watcher.GetCertificate
+	} else {
+		c.Certificates = []tls.Certificate{*s.static}
+	}
+	machina.SecureTLS(c)
+	return c
+}
+
+// certificate serves tls.crt and tls.key from o.CertDir, watched so a rotated Secret takes
+// effect without a restart (ca.crt is read once: a new CA needs a restart to be registered),
+// or makes a self-signed one.
+func certificate(o Options) (servingCert, error) {
 	if o.CertDir != "" {
 		crt, key := filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key")
 		if _, err := os.Stat(crt); err == nil {
-			cert, err := tls.LoadX509KeyPair(crt, key)
-			if err != nil {
-				return tls.Certificate{}, nil, err
-			}
 			ca, err := os.ReadFile(filepath.Join(o.CertDir, "ca.crt"))
 			if err != nil {
-				return tls.Certificate{}, nil, fmt.Errorf("%s has tls.crt but no ca.crt for the apiserver to trust: %w", o.CertDir, err)
+				return servingCert{}, fmt.Errorf("%s has tls.crt but no ca.crt for the apiserver to trust: %w", o.CertDir, err)
 			}
-			return cert, ca, nil
+			w, err := certwatcher.New(crt, key)
+			if err != nil {
+				return servingCert{}, fmt.Errorf("--webhook-cert-dir %s: %w", o.CertDir, err)
+			}
+			return servingCert{watcher: w, caPEM: ca}, nil
 		}
 	}
 	var dns []string
 	if s := o.Service; s != nil {
 		dns = append(dns, s.Name, s.Name+"."+s.Namespace, s.Name+"."+s.Namespace+".svc", s.Name+"."+s.Namespace+".svc.cluster.local")
 	}
-	return selfSigned(append(dns, "localhost"), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+	cert, ca, err := selfSigned(append(dns, "localhost"), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+	if err != nil {
+		return servingCert{}, err
+	}
+	return servingCert{static: &cert, caPEM: ca}, nil
 }
 
 // selfSigned makes a CA and a serving certificate it signs, valid for a year.

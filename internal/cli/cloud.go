@@ -11,11 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
 )
-
-func init() { addCommand(newCloudCommand) }
 
 type cloudFlags struct {
 	stateDir      string
@@ -33,6 +32,7 @@ type cloudFlags struct {
 	leaseRenew    time.Duration
 	podStopTime   time.Duration
 	nodeDeleteDel time.Duration
+	ec2Listen     string
 }
 
 func defaultCloudStateDir() string {
@@ -51,6 +51,10 @@ func newCloudCommand() *cobra.Command {
 		Long: `Run machina's simulated cloud: an EC2-like HTTP/JSON API on a loopback address
 (instances, networks, scaling groups, a catalogue of regions, zones, instance types and
 images) with injectable faults. machina up runs the same cloud embedded.
+
+It also speaks EC2's own protocol (plus STS and ELB) on a second loopback port
+(--ec2-listen), over the same instances, for unmodified AWS clients: at start it prints an
+export line with the lab key pair, the region and the endpoints to paste into a shell.
 
 State lives in cloud.db in --state-dir: stop and start the cloud and every instance,
 client token, network, scaling group and fault is still there. A state file that is not
@@ -93,6 +97,7 @@ The API is documented in docs/cloud.md.`,
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", 2*time.Second, "how often Node Leases are renewed (the lab's kube-controller-manager allows 10s of silence; real clusters 40s)")
 	fl.DurationVar(&f.podStopTime, "pod-stop-time", 0, "how long terminating pods take to stop (0: their full grace period)")
 	fl.DurationVar(&f.nodeDeleteDel, "node-delete-delay", 0, "how long after its instance terminated a Node is deleted")
+	fl.StringVar(&f.ec2Listen, "ec2-listen", "127.0.0.1:0", "loopback address of the EC2 endpoint (lab key pair, docs/cloud.md); empty: no EC2 endpoint")
 	return cmd
 }
 
@@ -122,6 +127,9 @@ func runCloud(cmd *cobra.Command, f *cloudFlags) error {
 			NodeDeleteDelay: f.nodeDeleteDel,
 		},
 	}
+	if f.ec2Listen != "" {
+		opts.EC2 = &ec2.Options{Addr: f.ec2Listen}
+	}
 	if f.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		if err != nil {
@@ -145,6 +153,9 @@ func runCloud(cmd *cobra.Command, f *cloudFlags) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "machina cloud: serving %s (state in %s; %s). Ctrl-C stops it.\n",
 		srv.URL(), filepath.Join(f.stateDir, "cloud.db"), kubeletNote)
+	if front := srv.EC2(); front != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "EC2 endpoint: %s (region %s). Point AWS clients at it with:\n%s\n", front.URL(), front.Region(), front.ExportLine())
+	}
 	<-ctx.Done()
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 const docTestdata = "../convert/document/testdata/"
@@ -155,4 +157,16 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestConvertHelpListsRegisteredKinds(t *testing.T) {
+	cmd := newConvertCommand()
+	help := cmd.Long + cmd.Flags().Lookup("infrastructure").Usage
+	for _, p := range provider.Builtin().All() {
+		for _, gvk := range p.InfraKinds() {
+			if !strings.Contains(help, gvk.Kind) {
+				t.Errorf("convert --help does not name %s's %s", p.Name, gvk.Kind)
+			}
+		}
+	}
 }

@@ -22,8 +22,6 @@ import (
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
-func init() { addCommand(newDescribeCommand) }
-
 type describeFlags struct {
 	kubeconfig string
 	mapiNS     string

@@ -8,8 +8,6 @@ import (
 	"github.com/machina-dev/machina/internal/lab"
 )
 
-func init() { addCommand(newLabBinariesCommand) }
-
 func newLabBinariesCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "lab-binaries",

@@ -12,12 +12,13 @@ import (
 	"github.com/machina-dev/machina/internal/manager"
 )
 
-func init() { addCommand(newManagerCommand) }
-
 type managerFlags struct {
 	kubeconfig             string
 	controllers            string
 	metricsAddr            string
+	metricsInsecure        bool
+	metricsCertDir         string
+	pprof                  bool
 	probeAddr              string
 	leaderElect            bool
 	leaderNamespace        string
@@ -51,9 +52,9 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
   machina manager --controllers=sync,migration --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			groups, err := manager.Select(f.controllers)
+			groups, err := selectGroups(f.controllers)
 			if err != nil {
-				return &ExitError{Code: 2, Err: fmt.Errorf("--controllers: %w", err)}
+				return err
 			}
 			cfg, err := restConfig(f.kubeconfig)
 			if err != nil {
@@ -61,8 +62,9 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			}
 			cfg.QPS, cfg.Burst = f.qps, f.burst
 			mgr, err := manager.New(cfg, manager.Options{
-				MetricsAddr: f.metricsAddr, HealthProbeAddr: f.probeAddr,
-				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
+				MetricsAddr: f.metricsAddr, MetricsInsecure: f.metricsInsecure, MetricsCertDir: f.metricsCertDir, Pprof: f.pprof,
+				HealthProbeAddr: f.probeAddr,
+				LeaderElection:  f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
 				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook},
 			})
 			if err != nil {
@@ -80,7 +82,11 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
 	fl.StringVar(&f.controllers, "controllers", "*", "controller groups to run (see above)")
-	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint; 0 disables it")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", manager.DefaultMetricsAddr,
+		`HTTPS address of the Prometheus /metrics endpoint, for callers allowed "get" on /metrics (ClusterRole machina-metrics-reader); 0 disables it`)
+	fl.BoolVar(&f.metricsInsecure, "metrics-insecure", false, "serve /metrics over plain HTTP without authentication; only with a loopback --metrics-bind-address")
+	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory with the metrics endpoint's tls.crt and tls.key (reloaded when they change); a self-signed certificate is made when empty")
+	fl.BoolVar(&f.pprof, "pprof", false, "serve Go's profiling endpoints under /debug/pprof/ on the metrics endpoint, behind its authentication (ClusterRole machina-profiler)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader so only one replica reconciles at a time")
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
@@ -94,18 +100,6 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
 	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
 	return cmd
-}
-
-func groupHelp() string {
-	gs := manager.Groups()
-	if len(gs) == 0 {
-		return "  (none yet)\n"
-	}
-	var b strings.Builder
-	for _, g := range gs {
-		fmt.Fprintf(&b, "  %-12s %s\n", g.Name, g.Description)
-	}
-	return b.String()
 }
 
 // restConfig loads a client configuration from an explicit kubeconfig path or the defaults.

@@ -20,8 +20,6 @@ import (
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
-func init() { addCommand(newMigrateCommand) }
-
 type migrateFlags struct {
 	kubeconfig string
 	namespace  string

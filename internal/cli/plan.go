@@ -14,9 +14,8 @@ import (
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/convert/document"
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/provider"
 )
-
-func init() { addCommand(newPlanCommand) }
 
 // Exit codes of machina plan.
 const (
@@ -73,7 +72,8 @@ input or an unreadable cluster.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, `files to check instead of a cluster ("-" for standard input); repeatable`)
-	fl.StringVar(&f.infrastructure, "infrastructure", "", "with -f: file with cluster-wide objects (Infrastructure, AWSCluster or SimCluster)")
+	fl.StringVar(&f.infrastructure, "infrastructure", "", "with -f: file with cluster-wide objects (an Infrastructure or an InfraCluster: "+
+		infraKinds(provider.Builtin(), func(p provider.Provider) string { return p.InfraCluster.Kind })+")")
 	fl.StringVar(&f.to, "to", "ClusterAPI", "the API to check a move to: ClusterAPI or MachineAPI")
 	fl.StringVar(&f.mapiNS, "machine-api-namespace", manager.DefaultMachineAPINamespace, "namespace of the Machine API resources")
 	fl.StringVar(&f.capiNS, "cluster-api-namespace", manager.DefaultClusterAPINamespace, "namespace of the Cluster API resources")
@@ -139,9 +139,10 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 
 // planFiles checks the conversion of the objects in files.
 func planFiles(cmd *cobra.Command, f *planFlags, to machinev1beta1.MachineAuthority) ([]planItem, []string, error) {
+	reg := provider.Builtin()
 	var docs []document.Document
 	for _, path := range f.files {
-		d, err := readDocuments(cmd, path)
+		d, err := readDocuments(cmd, path, reg)
 		if err != nil {
 			return nil, nil, &ExitError{Code: planExitBadInput, Err: err}
 		}
@@ -157,12 +158,13 @@ func planFiles(cmd *cobra.Command, f *planFlags, to machinev1beta1.MachineAuthor
 		Region:      f.region,
 		Namespaces:  convert.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS},
 		To:          document.ToClusterAPI,
+		Providers:   reg,
 	}
 	if to == machinev1beta1.MachineAuthorityMachineAPI {
 		opts.To = document.ToMachineAPI
 	}
 	if f.infrastructure != "" {
-		ctx, err := readDocuments(cmd, f.infrastructure)
+		ctx, err := readDocuments(cmd, f.infrastructure, reg)
 		if err != nil {
 			return nil, nil, &ExitError{Code: planExitBadInput, Err: err}
 		}

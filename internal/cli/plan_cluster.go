@@ -126,14 +126,15 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 	}
 	var errs field.ErrorList
 	var err error
-	if p.to == machinev1beta1.MachineAuthorityClusterAPI {
+	switch {
+	case p.to == machinev1beta1.MachineAuthorityClusterAPI:
 		cctx, cerr := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, synccommon.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
 		if err = cerr; err == nil {
 			_, _, errs = convert.ToClusterAPIMachineSet(ms, cctx)
 		}
-	} else if capi == nil {
+	case capi == nil:
 		err = fmt.Errorf("no Cluster API copy %s/%s to convert back", p.ns.ClusterAPI, ms.Name)
-	} else {
+	default:
 		ref := capi.Spec.Template.Spec.InfrastructureRef
 		var tmpl client.Object
 		if tmpl, err = p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name); err == nil {

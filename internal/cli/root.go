@@ -1,5 +1,5 @@
-// Package cli holds machina's command-line interface. Each command lives in its own file and
-// registers itself with addCommand from an init function, so commands never edit a shared list.
+// Package cli holds machina's command-line interface. Each command lives in its own file;
+// NewRootCommand lists them.
 package cli
 
 import (
@@ -10,13 +10,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var (
-	commands  []func() *cobra.Command
-	verbosity int
-)
-
-// addCommand registers a constructor for a top-level command.
-func addCommand(f func() *cobra.Command) { commands = append(commands, f) }
+// verbosity is the value of the persistent --verbosity flag.
+var verbosity int
 
 // ExitError carries a process exit code and a message for the user.
 type ExitError struct {
@@ -55,9 +50,8 @@ Start here:
 		},
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity of controllers and clients (0 = info)")
-	for _, f := range commands {
-		root.AddCommand(f())
-	}
+	root.AddCommand(newUpCommand(), newManagerCommand(), newPlanCommand(), newMigrateCommand(), newDescribeCommand(),
+		newConvertCommand(), newCloudCommand(), newVersionCommand(), newLabBinariesCommand())
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/demo"
@@ -23,8 +24,6 @@ import (
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/scheme"
 )
-
-func init() { addCommand(newUpCommand) }
 
 type upFlags struct {
 	stateDir     string
@@ -117,9 +116,9 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	defer logFile.Close()
 	setupLoggingTo(logFile, verbosity)
 
-	groups, err := manager.Select(f.controllers)
+	groups, err := selectGroups(f.controllers)
 	if err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("--controllers: %w", err)}
+		return err
 	}
 	fmt.Fprintf(progress, "machina up: starting the lab in %s\n", dir)
 	l, err := lab.Start(ctx, lab.Options{Dir: dir, ControllerManager: true, Progress: progress})
@@ -142,6 +141,7 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	}
 	defer cloud.Close()
 	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", cloud.URL())
+	fmt.Fprintf(progress, "machina up: EC2 endpoint at %s; for AWS clients:\n%s\n", cloud.EC2().URL(), cloud.EC2().ExportLine())
 
 	mgrErr, metricsAddr, err := startLabManager(ctx, dir, l, groups, cloud.URL())
 	if err != nil {
@@ -177,7 +177,7 @@ Data is kept in %s (logs in %s).
 	for {
 		select {
 		case <-ctx.Done():
-			<-mgrErr
+			<-mgrErr //nolint:errcheck // the manager logs its own shutdown error; stopping is not a failure
 			return nil
 		case err := <-mgrErr:
 			if ctx.Err() != nil {
@@ -201,6 +201,7 @@ func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*se
 		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod,
 			PodStopTime: 2 * time.Second},
 		Logger: ctrl.Log.WithName("cloud"),
+		EC2:    &ec2.Options{},
 	})
 	if err != nil {
 		return nil, err
@@ -223,7 +224,8 @@ func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manag
 		metricsAddr = ln.Addr().String()
 		_ = ln.Close()
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: metricsAddr, HealthProbeAddr: "0",
+	// The lab's metrics stay on loopback, over plain HTTP, for anyone on this machine.
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: metricsAddr, MetricsInsecure: true, HealthProbeAddr: "0",
 		Groups: groups, Env: manager.Env{CloudURL: cloudURL}})
 	if err != nil {
 		return nil, "", fmt.Errorf("controllers: %w", err)

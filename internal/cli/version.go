@@ -9,8 +9,6 @@ import (
 	"github.com/machina-dev/machina/internal/version"
 )
 
-func init() { addCommand(newVersionCommand) }
-
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

@@ -59,7 +59,7 @@ func ClusterNameFromInfrastructure(infra *configv1.Infrastructure) (string, erro
 		return "", errors.New("no Infrastructure object")
 	}
 	if infra.Status.InfrastructureName == "" {
-		return "", fmt.Errorf("Infrastructure %q has no status.infrastructureName", infra.Name)
+		return "", fmt.Errorf("the Infrastructure %q has no status.infrastructureName", infra.Name)
 	}
 	return infra.Status.InfrastructureName, nil
 }

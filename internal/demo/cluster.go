@@ -55,7 +55,7 @@ func EnsureCluster(ctx context.Context, c client.Client, cl Cluster) error {
 			InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
 		}
 		if err := c.Status().Update(ctx, infra); err != nil {
-			return fmt.Errorf("Infrastructure status: %w", err)
+			return fmt.Errorf("writing the Infrastructure status: %w", err)
 		}
 	}
 	objs := []client.Object{

@@ -31,7 +31,7 @@ func TestMachineAPIGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &machinev1beta1.Machine{}
 			m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI = tc.spec, tc.status
-			d, changed, err := gate.MachineAPI(m)
+			d, changed, err := gate.MachineAPI(m, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,12 +46,12 @@ func TestMachineAPIGate(t *testing.T) {
 			if c == nil || c.Status != wantStatus || c.Message == "" {
 				t.Fatalf("Paused condition %+v, want %s with a message", c, wantStatus)
 			}
-			if _, changed, _ := gate.MachineAPI(m); changed {
+			if _, changed, _ := gate.MachineAPI(m, ""); changed {
 				t.Fatal("a second pass changed the status again")
 			}
 		})
 	}
-	if _, _, err := gate.MachineAPI(&corev1.Node{}); err == nil {
+	if _, _, err := gate.MachineAPI(&corev1.Node{}, ""); err == nil {
 		t.Fatal("a non-Machine-API object must be an error")
 	}
 }

@@ -22,20 +22,13 @@ const PausedCondition = "Paused"
 
 // Reasons of the Paused condition.
 const (
-	// AuthoritativeAPIMachineAPIReason: the Machine API owns the object; not paused.
+	// AuthoritativeAPIMachineAPIReason means the Machine API owns the object; not paused.
 	AuthoritativeAPIMachineAPIReason = "AuthoritativeAPIMachineAPI"
-	// AuthoritativeAPINotMachineAPIReason: Cluster API owns the object, or it is migrating.
+	// AuthoritativeAPINotMachineAPIReason means Cluster API owns the object, or it is migrating.
 	AuthoritativeAPINotMachineAPIReason = "AuthoritativeAPINotMachineAPI"
 )
 
-// SyncNamespace is set to the Machine API namespace the sync controllers watch when they run
-// in this process: they decide an empty status.authoritativeAPI of a Machine or MachineSet
-// there (ClusterAPI when a Cluster API copy exists), so the gate must not decide first. Until
-// they do, the object is paused. Objects in other namespaces are not mirrored; the gate
-// decides for them.
-var SyncNamespace string
-
-// AuthoritativeAPIUndecidedReason: status.authoritativeAPI is empty and the sync controller
+// AuthoritativeAPIUndecidedReason means status.authoritativeAPI is empty and the sync controller
 // has not decided it yet.
 const AuthoritativeAPIUndecidedReason = "AuthoritativeAPIUndecided"
 
@@ -68,15 +61,21 @@ type Decision struct {
 // spec.authoritativeAPI (MachineAPI when that is empty too), and the Paused condition is set.
 // It reports whether the status changed, so the caller patches status only when needed.
 //
+// syncNamespace is the Machine API namespace the sync controllers watch when they run in
+// this process (empty otherwise): they decide an empty status.authoritativeAPI of a Machine
+// or MachineSet there (ClusterAPI when a Cluster API copy exists), so the gate must not
+// decide first; until they do, the object is paused. Objects in other namespaces are not
+// mirrored; the gate decides for them.
+//
 // Objects without an authoritativeAPI field (MachineHealthCheck in openshift/api) are always
 // reconciled by the Machine API; their Paused condition is set False.
-func MachineAPI(obj client.Object) (Decision, bool, error) {
+func MachineAPI(obj client.Object, syncNamespace string) (Decision, bool, error) {
 	spec, status, conds, err := authorityFields(obj)
 	if err != nil {
 		return Decision{}, false, err
 	}
 	changed := false
-	if status != nil && *status == "" && SyncNamespace != "" && obj.GetNamespace() == SyncNamespace {
+	if status != nil && *status == "" && syncNamespace != "" && obj.GetNamespace() == syncNamespace {
 		d := Decision{Paused: true, Message: "status.authoritativeAPI is not decided yet: waiting for the sync controller"}
 		changed := mapicond.Set(conds, machinev1beta1.Condition{Type: PausedCondition, Status: corev1.ConditionTrue,
 			Reason: AuthoritativeAPIUndecidedReason, Message: d.Message})

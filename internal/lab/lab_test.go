@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,8 +117,16 @@ func objects(t *testing.T) []client.Object {
 				Spec: infrav1.SimMachineSpec{InstanceSpec: instance}}}},
 		&infrav1.SimMachinePool{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns},
 			Spec: infrav1.SimMachinePoolSpec{Template: instance}},
+		&capav1.AWSCluster{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns},
+			Spec: capav1.AWSClusterSpec{Region: "us-east-1"}},
+		&capav1.AWSMachine{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns}, Spec: awsSpec},
+		&capav1.AWSMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns},
+			Spec: capav1.AWSMachineTemplateSpec{Template: capav1.AWSMachineTemplateResource{Spec: awsSpec}}},
 	}
 }
+
+// awsSpec is a minimal AWSMachine spec CAPA's CRD admits.
+var awsSpec = capav1.AWSMachineSpec{InstanceType: "m6i.xlarge", AMI: capav1.AMIReference{ID: ptr.To("ami-0a1b2c3d4e5f67890")}}
 
 // TestEveryKindCreateReadDelete starts a lab and round-trips one object of every kind it
 // serves, proving the installed CRDs are the real schemas and the scheme matches them.

@@ -1,15 +1,14 @@
 // Package manager assembles machina's controllers into a controller-runtime manager. Each
-// controller family registers a Group; `machina manager --controllers` and `machina up`
-// choose which groups run.
+// controller family is a Group; the list of groups built into machina is kept by the caller
+// (internal/controllers), and `machina manager --controllers` and `machina up` choose which
+// of them run. This package imports no controller package.
 package manager
 
 import (
 	"fmt"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -17,9 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/machina-dev/machina/internal/opsmetrics"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/scheme"
 )
@@ -32,6 +29,12 @@ type Group struct {
 	Description string
 	// Setup adds the group's controllers to the manager.
 	Setup func(mgr ctrl.Manager, env Env) error
+	// Always marks a group that runs whatever --controllers says (the operator metrics).
+	Always bool
+	// DecidesAuthority marks the group that decides an empty status.authoritativeAPI of
+	// Machine API resources in the Machine API namespace (the sync). When it runs in the
+	// process, New sets Env.AuthorityDecidedBySync for the others.
+	DecidesAuthority bool
 }
 
 // Env is what a Group needs beyond the manager itself.
@@ -51,6 +54,10 @@ type Env struct {
 	AutoscalerFieldManager string
 	// Webhook configures the admission webhook of the "admission" group.
 	Webhook WebhookEnv
+	// AuthorityDecidedBySync is set by New when a selected group decides an empty
+	// status.authoritativeAPI in MachineAPINamespace (the sync runs in this process): the
+	// Machine API controllers then wait for that decision there instead of taking authority.
+	AuthorityDecidedBySync bool
 	// Providers are the infrastructure platforms the platform-neutral controllers (sync,
 	// migration) know; provider.Builtin() when nil.
 	Providers *provider.Registry
@@ -73,6 +80,16 @@ type WebhookEnv struct {
 	Service string
 	// CertDir may hold tls.crt, tls.key and ca.crt; otherwise a self-signed one is made.
 	CertDir string
+}
+
+// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
+// sync decides (see gate.MachineAPI): MachineAPINamespace when AuthorityDecidedBySync, else "".
+func (e Env) SyncNamespace() string {
+	if !e.AuthorityDecidedBySync {
+		return ""
+	}
+	mapi, _ := e.Namespaces()
+	return mapi
 }
 
 // DefaultAutoscalerFieldManager is the field manager the cluster autoscaler's writes carry
@@ -105,38 +122,11 @@ func (e Env) Namespaces() (mapi, capi string) {
 	return mapi, capi
 }
 
-var (
-	mu     sync.Mutex
-	groups = map[string]Group{}
-)
-
-// Register adds a controller group. It is called from init functions of controller packages
-// (or from tests) and panics on a duplicate name, which is a programming error.
-func Register(g Group) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := groups[g.Name]; dup {
-		panic("manager: controller group registered twice: " + g.Name)
-	}
-	groups[g.Name] = g
-}
-
-// Groups returns the registered groups sorted by name.
-func Groups() []Group {
-	mu.Lock()
-	defer mu.Unlock()
-	out := make([]Group, 0, len(groups))
-	for _, g := range groups {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// Select resolves a --controllers value: "*" (every group), a comma-separated list of names,
-// and "-name" to drop a group from "*". Unknown names are an error that lists the known ones.
-func Select(spec string) ([]Group, error) {
-	all := Groups()
+// Select resolves a --controllers value against all, the groups built into the binary: "*"
+// (every group), a comma-separated list of names, and "-name" to drop a group from "*".
+// Groups marked Always are selected whatever spec says. Unknown names are an error that
+// lists the known ones. The result keeps the order of all.
+func Select(all []Group, spec string) ([]Group, error) {
 	known := map[string]Group{}
 	var names []string
 	for _, g := range all {
@@ -146,27 +136,27 @@ func Select(spec string) ([]Group, error) {
 	chosen := map[string]bool{}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
+		name := strings.TrimPrefix(item, "-")
+		g, ok := known[name]
 		switch {
 		case item == "":
 		case item == "*":
 			for _, g := range all {
 				chosen[g.Name] = true
 			}
-		case strings.HasPrefix(item, "-"):
-			if _, ok := known[item[1:]]; !ok {
-				return nil, unknownGroup(item[1:], names)
-			}
-			delete(chosen, item[1:])
+		case !ok:
+			return nil, unknownGroup(name, names)
+		case name != item && g.Always:
+			return nil, fmt.Errorf("controller group %q always runs; it cannot be left out", name)
+		case name != item:
+			delete(chosen, name)
 		default:
-			if _, ok := known[item]; !ok {
-				return nil, unknownGroup(item, names)
-			}
-			chosen[item] = true
+			chosen[name] = true
 		}
 	}
 	var out []Group
 	for _, g := range all {
-		if chosen[g.Name] {
+		if chosen[g.Name] || g.Always {
 			out = append(out, g)
 		}
 	}
@@ -182,7 +172,19 @@ func unknownGroup(name string, known []string) error {
 
 // Options configure the manager process.
 type Options struct {
-	MetricsAddr             string
+	// MetricsAddr is where /metrics is served: over HTTPS, to callers the apiserver
+	// authenticates and authorizes for "get" on /metrics; DefaultMetricsAddr when empty, "0"
+	// turns it off.
+	MetricsAddr string
+	// MetricsInsecure serves /metrics over plain HTTP without authentication instead; only
+	// allowed on a loopback MetricsAddr (machina up, benchmarks).
+	MetricsInsecure bool
+	// MetricsCertDir may hold the metrics endpoint's tls.crt and tls.key, reloaded when they
+	// change; a self-signed certificate is made when they are missing.
+	MetricsCertDir string
+	// Pprof serves Go's profiling endpoints (PprofPaths) on the metrics endpoint, behind the
+	// same authentication (or on loopback with MetricsInsecure).
+	Pprof                   bool
 	HealthProbeAddr         string
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -203,10 +205,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return debugRT{rt} })
 	}
+	metrics, err := o.metricsServer()
+	if err != nil {
+		return nil, err
+	}
 	lease := 15 * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.HealthProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -230,8 +236,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
-	mapiNS, capiNS := o.Env.Namespaces()
-	opsmetrics.Use(opsmetrics.Source{Reader: mgr.GetCache(), MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS})
+	for _, g := range o.Groups {
+		o.Env.AuthorityDecidedBySync = o.Env.AuthorityDecidedBySync || g.DecidesAuthority
+	}
 	for _, g := range o.Groups {
 		if err := g.Setup(mgr, o.Env); err != nil {
 			return nil, fmt.Errorf("controller group %s: %w", g.Name, err)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +21,16 @@ import (
 
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	mmgr "github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/opsmetrics"
 )
 
 var started = make(chan string, 10)
 
-func init() {
+// testGroups are two groups that only report that they started, and the operator metrics.
+func testGroups() []mmgr.Group {
+	var gs []mmgr.Group
 	for _, name := range []string{"alpha", "beta"} {
-		mmgr.Register(mmgr.Group{Name: name, Description: "test group " + name,
+		gs = append(gs, mmgr.Group{Name: name, Description: "test group " + name,
 			Setup: func(mgr ctrl.Manager, _ mmgr.Env) error {
 				return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 					started <- name
@@ -34,6 +39,7 @@ func init() {
 				}))
 			}})
 	}
+	return append(gs, opsmetrics.Group())
 }
 
 func names(gs []mmgr.Group) string {
@@ -45,8 +51,10 @@ func names(gs []mmgr.Group) string {
 }
 
 func TestSelect(t *testing.T) {
-	for spec, want := range map[string]string{"*": "alpha,beta", "beta": "beta", "*,-alpha": "beta", "": "", "alpha, beta": "alpha,beta"} {
-		got, err := mmgr.Select(spec)
+	// opsmetrics always runs.
+	for spec, want := range map[string]string{"*": "alpha,beta,opsmetrics", "beta": "beta,opsmetrics", "*,-alpha": "beta,opsmetrics",
+		"": "opsmetrics", "alpha, beta": "alpha,beta,opsmetrics", "opsmetrics": "opsmetrics"} {
+		got, err := mmgr.Select(testGroups(), spec)
 		if err != nil {
 			t.Fatalf("%q: %v", spec, err)
 		}
@@ -54,9 +62,31 @@ func TestSelect(t *testing.T) {
 			t.Errorf("Select(%q) = %s, want %s", spec, names(got), want)
 		}
 	}
-	_, err := mmgr.Select("alpha,gamma")
+	_, err := mmgr.Select(testGroups(), "alpha,gamma")
 	if err == nil || !strings.Contains(err.Error(), `"gamma"`) || !strings.Contains(err.Error(), "alpha, beta") {
 		t.Fatalf("unknown group error should name it and the known groups: %v", err)
+	}
+	if _, err := mmgr.Select(testGroups(), "*,-opsmetrics"); err == nil || !strings.Contains(err.Error(), "always runs") {
+		t.Fatalf("leaving out a group that always runs: %v", err)
+	}
+}
+
+// The manager package knows groups only as values: it imports no controller package (nor
+// the operator metrics, which read the sync's conditions).
+func TestManagerImportsNoController(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/machina-dev/machina/internal/manager").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/machina-dev/machina/internal/scheme") {
+		t.Fatalf("go list -deps lists no internal/scheme; the check below would prove nothing: %v", deps)
+	}
+	for _, d := range deps {
+		rel, ours := strings.CutPrefix(d, "github.com/machina-dev/machina/internal/")
+		if ours && (strings.HasPrefix(rel, "controllers") || rel == "authorityhook" || rel == "opsmetrics") {
+			t.Errorf("internal/manager depends on %s", d)
+		}
 	}
 }
 
@@ -92,12 +122,12 @@ func TestManagerAgainstLab(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "machina-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	groups, err := mmgr.Select("beta")
+	groups, err := mmgr.Select(testGroups(), "beta")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, probes := freeAddr(t), freeAddr(t)
-	mgr, err := mmgr.New(l.Config, mmgr.Options{MetricsAddr: metrics, HealthProbeAddr: probes,
+	mgr, err := mmgr.New(l.Config, mmgr.Options{MetricsAddr: metrics, MetricsInsecure: true, HealthProbeAddr: probes,
 		LeaderElection: true, LeaderElectionNamespace: "machina-system", LeaderElectionID: "machina-test", Groups: groups})
 	if err != nil {
 		t.Fatal(err)

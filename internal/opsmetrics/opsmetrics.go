@@ -10,7 +10,8 @@ package opsmetrics
 
 import (
 	"context"
-	"sync"
+	"errors"
+	"fmt"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -18,11 +19,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/manager"
 )
 
 var (
@@ -47,23 +50,46 @@ type Source struct {
 	ClusterAPINamespace string
 }
 
+// GroupName is the --controllers name of the operator metrics; the group always runs.
+const GroupName = "opsmetrics"
+
+// Group is the operator metrics as a controller group that runs whatever --controllers says.
+func Group() manager.Group {
+	return manager.Group{Name: GroupName, Always: true, Setup: Setup,
+		Description: "operator metrics from the informer cache: Machines by API, phase and authority, unsynchronised resources, pending migrations (always runs)"}
+}
+
+// Setup exports the operator metrics, read from mgr's cache, while mgr runs.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	mapiNS, capiNS := env.Namespaces()
+	return mgr.Add(&collector{src: &Source{Reader: mgr.GetCache(), MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS}})
+}
+
+// collector is a prometheus.Collector registered with controller-runtime's metrics registry
+// for as long as its manager runs. One manager runs in a process at a time; a manager
+// started before the previous one stopped takes the registration over.
 type collector struct {
-	mu  sync.Mutex
 	src *Source
 }
 
-var (
-	the      = &collector{}
-	register sync.Once
-)
+// NeedLeaderElection: every replica exports what its cache holds.
+func (c *collector) NeedLeaderElection() bool { return false }
 
-// Use makes the collector read from src (the latest manager started in this process) and
-// registers it with controller-runtime's metrics registry on first use.
-func Use(src Source) {
-	register.Do(func() { metrics.Registry.MustRegister(the) })
-	the.mu.Lock()
-	defer the.mu.Unlock()
-	the.src = &src
+// Start registers the collector until ctx ends.
+func (c *collector) Start(ctx context.Context) error {
+	if err := metrics.Registry.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return fmt.Errorf("operator metrics: %w", err)
+		}
+		metrics.Registry.Unregister(already.ExistingCollector)
+		if err := metrics.Registry.Register(c); err != nil {
+			return fmt.Errorf("operator metrics: %w", err)
+		}
+	}
+	<-ctx.Done()
+	metrics.Registry.Unregister(c)
+	return nil
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -73,15 +99,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	src := c.src
-	c.mu.Unlock()
-	if src == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, m := range gather(ctx, src) {
+	for _, m := range gather(ctx, c.src) {
 		ch <- m
 	}
 }

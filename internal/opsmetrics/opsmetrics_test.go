@@ -1,17 +1,23 @@
 package opsmetrics
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
@@ -81,8 +87,32 @@ machina_sync_not_synchronized{kind="Machine",reason="ConversionFailed"} 1
 	}
 }
 
-func TestCollectorWithoutSourceIsEmpty(t *testing.T) {
-	if n := testutil.CollectAndCount(&collector{}); n != 0 {
-		t.Fatalf("collector without a source produced %d metrics", n)
+// The collector is in controller-runtime's registry exactly while its manager runs, so
+// managers started one after another in a process (tests, restarts) each export their own.
+func TestCollectorRegisteredWhileRunning(t *testing.T) {
+	exported := func() bool {
+		mfs, err := metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "machina_opsmetrics_list_errors" })
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	for round := range 2 {
+		col := &collector{src: &Source{Reader: c, MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- col.Start(ctx) }()
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return exported(), nil }); err != nil {
+			t.Fatalf("round %d: not exported while running", round)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if exported() {
+			t.Fatalf("round %d: still exported after its manager stopped", round)
+		}
 	}
 }

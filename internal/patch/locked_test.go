@@ -188,7 +188,7 @@ func TestHelperConflictStopsFinish(t *testing.T) {
 	}
 	res, retErr := ctrl.Result{}, err
 	h.Finish(ctx, m, &res, &retErr)
-	if retErr != nil || !res.Requeue || w.main != 1 || w.status != 0 { //nolint:staticcheck // Finish still asks with Requeue
+	if retErr != nil || res.RequeueAfter != ConflictRetry || w.main != 1 || w.status != 0 {
 		t.Errorf("Finish after a conflict: err %v, result %+v, writes %+v; want a quiet requeue and no write", retErr, res, w)
 	}
 	if got := read(t, c); got.Status.Phase != "Provisioning" || len(got.Finalizers) != 0 {

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,6 +208,10 @@ func (h *Helper) EnsureFinalizer(ctx context.Context, obj client.Object, finaliz
 	return true, nil
 }
 
+// ConflictRetry is how soon a reconcile that worked from a stale copy (an optimistic-lock
+// conflict) runs again on the newer one.
+const ConflictRetry = 200 * time.Millisecond
+
 // Finish persists obj at the end of a reconcile (call it in a defer) and folds the outcome
 // into the reconcile's results: NotFound means the object is gone (its last finalizer was
 // removed), and there is nothing left to write; a conflict, here or in an earlier Patch of
@@ -216,7 +221,7 @@ func (h *Helper) EnsureFinalizer(ctx context.Context, obj client.Object, finaliz
 func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result, retErr *error, opts ...Option) {
 	if h.stale {
 		if *retErr == nil || apierrors.IsConflict(*retErr) {
-			*res, *retErr = ctrl.Result{Requeue: true}, nil
+			*res, *retErr = ctrl.Result{RequeueAfter: ConflictRetry}, nil
 		} else {
 			*res = ctrl.Result{}
 		}
@@ -226,7 +231,7 @@ func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 	case apierrors.IsConflict(err) && *retErr == nil:
-		*res = ctrl.Result{Requeue: true}
+		*res = ctrl.Result{RequeueAfter: ConflictRetry}
 	default:
 		kind := reflect.TypeOf(obj).Elem().Name()
 		*retErr = kerrors.NewAggregate([]error{*retErr, fmt.Errorf("patching %s: %w", kind, err)})

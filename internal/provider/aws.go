@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 
 	configv1 "github.com/openshift/api/config/v1"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
@@ -24,7 +25,42 @@ func AWS() Provider {
 		InfraMachineFinalizers: []string{capav1.MachineFinalizer},
 		PlatformTypes:          []configv1.PlatformType{configv1.AWSPlatformType},
 		NewContext:             awsContext,
+
+		AddToScheme: capav1.AddToScheme,
+		NewPlatform: func(region string) (convert.Platform, error) {
+			p, err := aws.New(region)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		RegionOf: awsRegionOf,
+		SpecRegion: func(raw []byte) string {
+			var pl struct {
+				Region string `json:"region"`
+			}
+			_ = json.Unmarshal(peekAWSSpec(raw).Placement, &pl) // no placement, no region
+			return pl.Region
+		},
+		MatchesKindlessSpec: func(raw []byte) bool {
+			t := peekAWSSpec(raw)
+			return len(t.Placement) > 0 || len(t.AMI) > 0
+		},
 	}
+}
+
+// awsRegionOf reads the region of an Infrastructure with AWS platform status or of an
+// AWSCluster.
+func awsRegionOf(obj client.Object) string {
+	switch o := obj.(type) {
+	case *configv1.Infrastructure:
+		if ps := o.Status.PlatformStatus; ps != nil && ps.AWS != nil {
+			return ps.AWS.Region
+		}
+	case *capav1.AWSCluster:
+		return o.Spec.Region
+	}
+	return ""
 }
 
 func awsContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
@@ -44,4 +80,16 @@ func awsContext(ctx context.Context, c client.Reader, infra *configv1.Infrastruc
 		return convert.Context{}, err
 	}
 	return convert.Context{ClusterName: name, Platform: p}, nil
+}
+
+// awsSpecFields are the AWSMachineProviderConfig fields no other platform's providerSpec has.
+type awsSpecFields struct {
+	Placement json.RawMessage `json:"placement"`
+	AMI       json.RawMessage `json:"ami"`
+}
+
+func peekAWSSpec(raw []byte) awsSpecFields {
+	var t awsSpecFields
+	_ = json.Unmarshal(raw, &t) // a malformed value has neither; conversion reports it
+	return t
 }

@@ -12,14 +12,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // Provider describes one infrastructure platform.
@@ -42,6 +45,25 @@ type Provider struct {
 	// Cluster API objects live in clusterAPINamespace. It may read further cluster-wide
 	// objects (the Cluster and its InfraCluster) through c.
 	NewContext func(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, clusterAPINamespace string) (convert.Context, error)
+
+	// The hooks below serve offline conversion (`machina convert`, `machina plan -f`), which
+	// reads no cluster: everything it knows comes from manifests.
+
+	// AddToScheme registers the provider's Go types for its infrastructure kinds, so manifests
+	// of these kinds decode into typed objects.
+	AddToScheme func(*runtime.Scheme) error
+	// NewPlatform returns the conversion platform of a cluster in region.
+	NewPlatform func(region string) (convert.Platform, error)
+	// RegionOf reads the cluster's region from a cluster-wide object: the OpenShift
+	// Infrastructure or the provider's InfraCluster. It returns "" when obj does not say
+	// (another kind, another platform, or the field is unset).
+	RegionOf func(obj client.Object) string
+	// SpecRegion reads the region a providerSpec value of this platform names ("" when it
+	// names none or does not parse).
+	SpecRegion func(raw []byte) string
+	// MatchesKindlessSpec reports whether a providerSpec value that has no kind looks like
+	// this platform's, by the fields only it has.
+	MatchesKindlessSpec func(raw []byte) bool
 }
 
 // InfraKinds are the provider's Cluster API kinds, for messages and matching.
@@ -68,6 +90,10 @@ func SpecKind(ps machinev1beta1.ProviderSpec) string {
 // Registry is the set of platforms machina knows, built once and passed to whatever needs it.
 type Registry struct {
 	providers []Provider
+
+	schemeOnce sync.Once
+	scheme     *runtime.Scheme
+	schemeErr  error
 }
 
 // NewRegistry returns a registry of the given providers; names and kinds must not repeat.
@@ -109,6 +135,25 @@ func Builtin() *Registry {
 
 // All returns every provider, in registration order.
 func (r *Registry) All() []Provider { return slices.Clone(r.providers) }
+
+// Scheme returns a scheme with every type of internal/scheme and every provider's
+// infrastructure types. It is built on first use and shared; callers must not change it.
+func (r *Registry) Scheme() (*runtime.Scheme, error) {
+	r.schemeOnce.Do(func() {
+		s := scheme.New()
+		for _, p := range r.providers {
+			if p.AddToScheme == nil {
+				continue
+			}
+			if err := p.AddToScheme(s); err != nil {
+				r.schemeErr = fmt.Errorf("provider %s: registering its types: %w", p.Name, err)
+				return
+			}
+		}
+		r.scheme = s
+	})
+	return r.scheme, r.schemeErr
+}
 
 // Names returns the providers' names, for messages.
 func (r *Registry) Names() []string {
@@ -171,7 +216,7 @@ func (r *Registry) ForInfrastructure(infra *configv1.Infrastructure) (Provider, 
 			return p, nil
 		}
 	}
-	return Provider{}, fmt.Errorf("Infrastructure %s: no platform for status.platformStatus.type %q", infra.Name, t)
+	return Provider{}, fmt.Errorf("the Infrastructure %s: no platform for status.platformStatus.type %q", infra.Name, t)
 }
 
 // Context reads the cluster's Infrastructure object and builds the conversion context of
@@ -198,7 +243,7 @@ func InfraCluster(ctx context.Context, c client.Reader, ns, clusterName string, 
 	}
 	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != kind {
-		return fmt.Errorf("Cluster %s/%s: spec.infrastructureRef is %q, not a %s", ns, clusterName, ref.Kind, kind)
+		return fmt.Errorf("the Cluster %s/%s: spec.infrastructureRef is %q, not a %s", ns, clusterName, ref.Kind, kind)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, out); err != nil {
 		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, ref.Name, err)

@@ -23,7 +23,9 @@ func TestBuiltinLookups(t *testing.T) {
 		{"AWSMachine by group", func() (provider.Provider, error) {
 			return reg.ForInfraKind(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "AWSMachine"})
 		}, "aws"},
-		{"template by kind alone", func() (provider.Provider, error) { return reg.ForInfraKind(schema.GroupKind{Kind: "SimMachineTemplate"}) }, "sim"},
+		{"template by kind alone", func() (provider.Provider, error) {
+			return reg.ForInfraKind(schema.GroupKind{Kind: "SimMachineTemplate"})
+		}, "sim"},
 		{"ref", func() (provider.Provider, error) {
 			return reg.ForRef(clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "AWSMachineTemplate"})
 		}, "aws"},

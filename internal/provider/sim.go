@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,28 @@ func Sim() Provider {
 		// The lab's Infrastructure says None: the simulated cloud is no OpenShift platform.
 		PlatformTypes: []configv1.PlatformType{configv1.NonePlatformType},
 		NewContext:    simContext,
+
+		AddToScheme: simv1.AddToScheme,
+		NewPlatform: func(region string) (convert.Platform, error) {
+			p, err := sim.New(region)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		RegionOf:            simRegionOf,
+		SpecRegion:          simSpecRegion,
+		MatchesKindlessSpec: func(raw []byte) bool { return simSpecRegion(raw) != "" },
 	}
+}
+
+// simRegionOf reads a SimCluster's spec.region; the Infrastructure object never names the
+// simulated cloud's region.
+func simRegionOf(obj client.Object) string {
+	if sc, ok := obj.(*simv1.SimCluster); ok {
+		return sc.Spec.Region
+	}
+	return ""
 }
 
 func simContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
@@ -37,4 +59,13 @@ func simContext(ctx context.Context, c client.Reader, infra *configv1.Infrastruc
 		return convert.Context{}, err
 	}
 	return sim.NewContext(name, sc)
+}
+
+// simSpecRegion reads a SimMachineProviderSpec's top-level region, a field only it has.
+func simSpecRegion(raw []byte) string {
+	var v struct {
+		Region string `json:"region"`
+	}
+	_ = json.Unmarshal(raw, &v) // a malformed value names no region; conversion reports it
+	return v.Region
 }

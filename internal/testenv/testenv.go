@@ -24,6 +24,7 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/controllers"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
@@ -88,7 +89,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := manager.Select(o.Groups)
+	groups, err := controllers.Select(o.Groups)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ const SimMachinePoolFinalizer = "simmachinepool.infrastructure.machina.dev"
 type SimMachinePoolMode string
 
 const (
-	// MachinePoolMachinesMode: one Machine per instance; deleting a Machine deletes its instance.
+	// MachinePoolMachinesMode means one Machine per instance; deleting a Machine deletes its instance.
 	MachinePoolMachinesMode SimMachinePoolMode = "MachinePoolMachines"
-	// ScaleOnlyMode: the group only changes size; Machines are shown but cannot be deleted one by one.
+	// ScaleOnlyMode means the group only changes size; Machines are shown but cannot be deleted one by one.
 	ScaleOnlyMode SimMachinePoolMode = "ScaleOnly"
 )
 

@@ -14,13 +14,13 @@ import "time"
 type InstanceState string
 
 const (
-	// StatePending: the instance was created and is booting.
+	// StatePending means the instance was created and is booting.
 	StatePending InstanceState = "pending"
-	// StateRunning: the instance is up; its kubelet registers and heartbeats a Node.
+	// StateRunning means the instance is up; its kubelet registers and heartbeats a Node.
 	StateRunning InstanceState = "running"
-	// StateShuttingDown: termination was requested; the instance is stopping.
+	// StateShuttingDown means termination was requested; the instance is stopping.
 	StateShuttingDown InstanceState = "shutting-down"
-	// StateTerminated: the instance is gone. It stays visible to DescribeInstances for
+	// StateTerminated means the instance is gone. It stays visible to DescribeInstances for
 	// the server's terminated retention, then disappears (is purged).
 	StateTerminated InstanceState = "terminated"
 	// StateStopping is an instance being stopped through the EC2 front (StopInstances).
@@ -119,7 +119,7 @@ type RunInstancesResponse struct {
 // InstanceIDs, every ID must exist (else InstanceNotFound naming the missing IDs).
 type DescribeInstancesRequest struct {
 	InstanceIDs []string `json:"instanceIDs,omitempty"`
-	// Tags: every key must be present with exactly that value; the value "*" matches
+	// Tags means every key must be present with exactly that value; the value "*" matches
 	// any value of the key.
 	Tags           map[string]string `json:"tags,omitempty"`
 	States         []InstanceState   `json:"states,omitempty"`

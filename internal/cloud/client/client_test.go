@@ -146,7 +146,7 @@ func TestMetricsCountEveryAttemptByOutcome(t *testing.T) {
 		return testutil.ToFloat64(requestsTotal.WithLabelValues(api.OpDescribeRegions, code))
 	}
 	okBefore, throttledBefore := before("OK"), before(api.CodeThrottling)
-	c, _ := scripted(t, fail(429, api.CodeThrottling, ""), fail(429, api.CodeThrottling, ""),
+	c, _ := scripted(t, fail(429, api.CodeThrottling, ""), fail(429, api.CodeThrottling, ""), //nolint:gocritic // two throttled answers in a row are the scenario
 		ok(api.DescribeRegionsResponse{Regions: []api.Region{{Name: "r"}}}))
 	if _, err := c.DescribeRegions(context.Background()); err != nil {
 		t.Fatal(err)

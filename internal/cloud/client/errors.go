@@ -26,13 +26,13 @@ func status(err error) int {
 	return 0
 }
 
-// IsNotFound: the instance, network or scaling group does not exist (or was purged).
+// IsNotFound means the instance, network or scaling group does not exist (or was purged).
 func IsNotFound(err error) bool {
 	ae, ok := AsError(err)
 	return ok && status(err) == http.StatusNotFound && ae.Code != api.CodeUnknownOperation
 }
 
-// IsInvalid: the request was refused as wrong (unknown region/zone/type/image, missing
+// IsInvalid means the request was refused as wrong (unknown region/zone/type/image, missing
 // token, malformed, user data too large...). InvalidField names the field.
 func IsInvalid(err error) bool {
 	s := status(err)
@@ -47,17 +47,17 @@ func InvalidField(err error) string {
 	return ""
 }
 
-// IsCapacity: the zone or instance type has no capacity (or the network no addresses).
+// IsCapacity means the zone or instance type has no capacity (or the network no addresses).
 // Retrying the same launch does not help; try elsewhere or later.
 func IsCapacity(err error) bool {
 	ae, ok := AsError(err)
 	return ok && (ae.Code == api.CodeInsufficientCapacity || ae.Code == api.CodeInsufficientAddresses)
 }
 
-// IsThrottled: the cloud answered 429 (after the client's retries ran out).
+// IsThrottled means the cloud answered 429 (after the client's retries ran out).
 func IsThrottled(err error) bool { return status(err) == http.StatusTooManyRequests }
 
-// IsConflict: idempotency mismatch, name already taken, a dependency still in use.
+// IsConflict means idempotency mismatch, name already taken, a dependency still in use.
 func IsConflict(err error) bool { return status(err) == http.StatusConflict }
 
 // HasCode reports whether err is a cloud error with the given code.

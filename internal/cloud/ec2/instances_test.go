@@ -336,7 +336,9 @@ func TestSDKWaiters(t *testing.T) {
 		t.Errorf("a new instance is %s, want pending", i.State.Name)
 	}
 	ids := []string{aws.ToString(i.InstanceId)}
-	fast := func(o *awsec2.InstanceRunningWaiterOptions) { o.MinDelay, o.MaxDelay = 50*time.Millisecond, 100*time.Millisecond }
+	fast := func(o *awsec2.InstanceRunningWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 100*time.Millisecond
+	}
 	if err := awsec2.NewInstanceRunningWaiter(e.ec2, fast).Wait(ctx(t), &awsec2.DescribeInstancesInput{InstanceIds: ids}, 20*time.Second); err != nil {
 		t.Fatalf("waiting for running: %v", err)
 	}
@@ -344,7 +346,9 @@ func TestSDKWaiters(t *testing.T) {
 	if err != nil || term.TerminatingInstances[0].CurrentState.Name != types.InstanceStateNameShuttingDown {
 		t.Fatalf("TerminateInstances: %+v, %v", term, err)
 	}
-	fastT := func(o *awsec2.InstanceTerminatedWaiterOptions) { o.MinDelay, o.MaxDelay = 50*time.Millisecond, 100*time.Millisecond }
+	fastT := func(o *awsec2.InstanceTerminatedWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 100*time.Millisecond
+	}
 	if err := awsec2.NewInstanceTerminatedWaiter(e.ec2, fastT).Wait(ctx(t), &awsec2.DescribeInstancesInput{InstanceIds: ids}, 20*time.Second); err != nil {
 		t.Fatalf("waiting for terminated: %v", err)
 	}

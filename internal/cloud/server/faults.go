@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -136,7 +137,7 @@ func (s *Server) deleteFaults(_ context.Context, r *api.DeleteFaultsRequest) (an
 	defer s.faultMu.Unlock()
 	var ids []string
 	for id := range s.faults {
-		if r.All || contains(r.FaultIDs, id) {
+		if r.All || slices.Contains(r.FaultIDs, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -158,15 +159,6 @@ func (s *Server) deleteFaults(_ context.Context, r *api.DeleteFaultsRequest) (an
 	return &api.DeleteFaultsResponse{Deleted: len(ids)}, nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // inScope reports whether a fault applies to a call about ids/tags. instTags looks up
 // the tags of an instance ID.
 func inScope(f *api.Fault, sc faultScope, instTags func(id string) map[string]string) bool {
@@ -174,7 +166,7 @@ func inScope(f *api.Fault, sc faultScope, instTags func(id string) map[string]st
 		return true
 	}
 	for _, id := range sc.ids {
-		if contains(f.InstanceIDs, id) {
+		if slices.Contains(f.InstanceIDs, id) {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -283,7 +284,7 @@ func (s *Server) describeInstances(_ context.Context, r *api.DescribeInstancesRe
 			continue
 		}
 		v := i.view(now, r.IncludeUserData)
-		if len(r.States) > 0 && !containsState(r.States, v.State) {
+		if len(r.States) > 0 && !slices.Contains(r.States, v.State) {
 			continue
 		}
 		out.Instances = append(out.Instances, v)
@@ -299,15 +300,6 @@ func sortInstances(l []api.Instance) {
 		}
 		return l[a].InstanceID < l[b].InstanceID
 	})
-}
-
-func containsState(l []api.InstanceState, s api.InstanceState) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // tagsMatch reports whether have carries every key of want with the same value ("*" is

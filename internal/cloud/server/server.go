@@ -282,7 +282,7 @@ func (s *Server) Start(ctx context.Context) error {
 		wg.Wait()
 		close(s.done)
 	}()
-	go func() {
+	go func() { //nolint:gosec // the shutdown needs a context of its own: ctx is already done
 		<-ctx.Done()
 		shutdownCtx, c := context.WithTimeout(context.Background(), 5*time.Second)
 		defer c()

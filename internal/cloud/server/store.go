@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 )
@@ -160,7 +161,7 @@ func openStore(dir string, noSync bool) (*bolt.DB, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: noSync})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("cloud state file %s is locked by another process (is another machina cloud running on this state directory?)", path)
 		}
 		return nil, fmt.Errorf("opening cloud state file %s: %w", path, err)
@@ -211,7 +212,7 @@ func checkStateFile(path string) (err error) {
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("cloud state file %s is locked by another process (is another machina cloud running on this state directory?)", path)
 		}
 		return refuse("not a bbolt database or corrupt (%v)", err)

@@ -19,18 +19,20 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simmachineset"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
 // GroupName is the --controllers name of this group.
 const GroupName = "autoscaling"
 
-func init() {
-	manager.Register(manager.Group{
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
 		Name:        GroupName,
 		Description: "scale from zero: instance capacity on simulated-provider MachineSets (machine.openshift.io) and SimMachineTemplates",
 		Setup:       Setup,
-	})
+	}
 }
 
 // Setup adds the scale-from-zero controllers to mgr.
@@ -47,12 +49,13 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}
 	if err := (&simmachineset.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
-		Recorder: mgr.GetEventRecorderFor("machineapi-simmachineset"), Resync: env.Resync,
+		Recorder: events.For(mgr, "machineapi-simmachineset"), Resync: env.Resync,
+		SyncNamespace: env.SyncNamespace(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&simmachinetemplate.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
-		Recorder: mgr.GetEventRecorderFor("sim-simmachinetemplate"), Resync: env.Resync,
+		Recorder: events.For(mgr, "sim-simmachinetemplate"), Resync: env.Resync,
 	}).SetupWithManager(mgr)
 }

@@ -121,6 +121,10 @@ func TestMachineAPI(t *testing.T) {
 	t.Run("MHCNodeStartupTimeout", testMHCNodeStartupTimeout)
 	t.Run("MHCShortCircuit", testMHCShortCircuit)
 	t.Run("MHCExternalRemediation", testMHCExternalRemediation)
+	t.Run("MHCOutageStopsRemediation", testMHCOutageStopsRemediation)
+	t.Run("MHCPausedAnnotation", testMHCPausedAnnotation)
+	t.Run("NodeLinkByIP", testNodeLinkByIP)
+	t.Run("ManagerNodeProtected", testManagerNodeProtected)
 }
 
 func testProvision(t *testing.T) {

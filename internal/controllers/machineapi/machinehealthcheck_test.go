@@ -3,6 +3,7 @@ package machineapi_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,6 +269,156 @@ func testMHCExternalRemediation(t *testing.T) {
 		err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: machines[0].Name}, req)
 		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 	})
+	_ = e.Client.Delete(ctx, mhc)
+	scaleTo(t, e, ms, 0)
+	waitRunning(t, e, ms, 0)
+}
+
+// notReadyFor reports how long the Machine's Node's Ready condition has been in its current
+// status other than True (False from the kubelet, then Unknown from the node lifecycle
+// controller), 0 when it is True.
+func notReadyFor(ctx context.Context, e *testenv.Env, m machinev1beta1.Machine) (time.Duration, error) {
+	got, err := get(ctx, e, m.Name)
+	if err != nil || got.Status.NodeRef == nil {
+		return 0, err
+	}
+	var n corev1.Node
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: got.Status.NodeRef.Name}, &n); err != nil {
+		return 0, err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			return time.Since(c.LastTransitionTime.Time), nil
+		}
+	}
+	return 0, nil
+}
+
+// nodeReadyFalse makes the kubelet of the Machine's Node report Ready=False while it keeps
+// heartbeating, so the condition's transition time stays put.
+func nodeReadyFalse(t *testing.T, e *testenv.Env, m machinev1beta1.Machine) *api.Fault {
+	t.Helper()
+	st, err := simactuator.ProviderStatus(&m)
+	if err != nil || st == nil {
+		t.Fatalf("no provider status on %s: %v", m.Name, err)
+	}
+	f, err := e.Cloud.CreateFault(context.Background(), api.Fault{Kind: api.FaultNodeCondition, InstanceIDs: []string{st.InstanceID},
+		ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionFalse), Reason: "KubeletNotReady"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The outage of issue #24: three Machines, maxUnhealthy 1, Nodes failing 30 s apart with a
+// 60 s timeout. When the first Node is past its timeout the second is failing too: two of
+// three are not healthy, so the first is not remediated although it alone is eligible.
+func testMHCOutageStopsRemediation(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	ms := newMachineSet("mhc-outage", 3, "")
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	machines := waitRunning(t, e, ms, 3)
+	mhc := newMHC("mhc-outage", ms.Spec.Selector.MatchLabels, "1")
+	for i := range mhc.Spec.UnhealthyConditions {
+		mhc.Spec.UnhealthyConditions[i].Timeout.Duration = time.Minute
+	}
+	if err := e.Client.Create(ctx, mhc); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "all healthy", func(ctx context.Context) (bool, string, error) {
+		s := mhcStatus(ctx, e, mhc)
+		return strings.HasPrefix(s, "expected 3 healthy 3"), s, nil
+	})
+	// The kubelets keep heartbeating and report Ready=False (a NotReady fault would stop the
+	// Lease too, and the node lifecycle controller's Unknown would restart the timeout).
+	first := nodeReadyFalse(t, e, machines[0])
+	e.Eventually(90*time.Second, "first Node NotReady for 30s", func(ctx context.Context) (bool, string, error) {
+		d, err := notReadyFor(ctx, e, machines[0])
+		return d >= 30*time.Second, fmt.Sprint(d, err), err
+	})
+	second := nodeReadyFalse(t, e, machines[1])
+	want := "Remediation is not allowed: 2 of 3 Machines are not healthy, more than spec.maxUnhealthy 1 allows; " +
+		"unhealthy and waiting for remediation: " + machines[0].Name
+	e.Eventually(90*time.Second, "remediation stopped with the first Machine past its timeout", func(ctx context.Context) (bool, string, error) {
+		got := &machinev1beta1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mhc), got); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(got.Status.Conditions, machinev1beta1.RemediationAllowedCondition)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == machinehealthcheck.TooManyUnhealthyReason && c.Message == want,
+			mhcStatus(ctx, e, mhc), nil
+	})
+	// The pass that wrote this message found the first Machine past its timeout and did not
+	// remediate it.
+	left, err := setMachines(ctx, e, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(names(left)) != fmt.Sprint(names(machines)) {
+		t.Fatalf("remediation went on during the outage: before %v after %v", names(machines), names(left))
+	}
+	if _, err := e.Cloud.DeleteFaults(ctx, first.FaultID, second.FaultID); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "healthy again", func(ctx context.Context) (bool, string, error) {
+		s := mhcStatus(ctx, e, mhc)
+		return strings.HasPrefix(s, "expected 3 healthy 3"), s, nil
+	})
+	_ = e.Client.Delete(ctx, mhc)
+	scaleTo(t, e, ms, 0)
+	waitRunning(t, e, ms, 0)
+}
+
+// A check with cluster.x-k8s.io/paused reports the Machines but remediates nothing until the
+// annotation goes.
+func testMHCPausedAnnotation(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	ms := newMachineSet("mhc-paused", 1, "")
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	machines := waitRunning(t, e, ms, 1)
+	f := nodeNotReady(t, e, machines[0])
+	// Past the check's 1 s timeout before the check exists: its first pass finds the Machine
+	// eligible for remediation.
+	e.Eventually(60*time.Second, "Node NotReady for 3s", func(ctx context.Context) (bool, string, error) {
+		d, err := notReadyFor(ctx, e, machines[0])
+		return d >= 3*time.Second, fmt.Sprint(d, err), err
+	})
+	mhc := newMHC("mhc-paused", ms.Spec.Selector.MatchLabels, "")
+	mhc.Annotations = map[string]string{"cluster.x-k8s.io/paused": ""}
+	if err := e.Client.Create(ctx, mhc); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "RemediationAllowed=False/RemediationPaused", func(ctx context.Context) (bool, string, error) {
+		got := &machinev1beta1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mhc), got); err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(got.Status.Conditions, machinev1beta1.RemediationAllowedCondition)
+		return c != nil && c.Reason == machinehealthcheck.RemediationPausedReason &&
+			c.Message == "Remediation is paused: the MachineHealthCheck has the cluster.x-k8s.io/paused annotation" &&
+			ptr.Deref(got.Status.CurrentHealthy, -1) == 0, mhcStatus(ctx, e, mhc), nil
+	})
+	if m, err := get(ctx, e, machines[0].Name); err != nil || !m.DeletionTimestamp.IsZero() {
+		t.Fatalf("a paused check remediated Machine %s: %v", machines[0].Name, err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
+		t.Fatal(err)
+	}
+	base := mhc.DeepCopy()
+	delete(mhc.Annotations, "cluster.x-k8s.io/paused")
+	if err := e.Client.Patch(ctx, mhc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(t, e, ms, machines[0].Name)
+	if _, err := e.Cloud.DeleteFaults(ctx, f.FaultID); err != nil {
+		t.Fatal(err)
+	}
 	_ = e.Client.Delete(ctx, mhc)
 	scaleTo(t, e, ms, 0)
 	waitRunning(t, e, ms, 0)

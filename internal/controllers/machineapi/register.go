@@ -5,6 +5,7 @@ package machineapi
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machineset"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -22,12 +24,13 @@ import (
 // GroupName is the --controllers name of this group.
 const GroupName = "machineapi"
 
-func init() {
-	manager.Register(manager.Group{
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
 		Name:        GroupName,
 		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, MachineSet, MachineHealthCheck, NodeLink",
 		Setup:       Setup,
-	})
+	}
 }
 
 // Setup adds the Machine API controllers to mgr.
@@ -42,24 +45,27 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if err != nil {
 		return err
 	}
+	syncNS := env.SyncNamespace()
 	if err := (&machine.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Actuator:  &simactuator.Actuator{Cloud: cloud, Client: mgr.GetClient()},
 		// Machines of other platforms belong to their own actuators.
 		ProviderSpecKinds: provider.Sim().ProviderSpecKinds,
-		Recorder:          mgr.GetEventRecorderFor("machineapi-machine"),
+		Recorder:          events.For(mgr, "machineapi-machine"),
 		Resync:            env.Resync,
+		SyncNamespace:     syncNS,
+		NodeName:          os.Getenv(machine.NodeNameEnv),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&machineset.Reconciler{Client: mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("machineapi-machineset")}).SetupWithManager(mgr); err != nil {
+	if err := (&machineset.Reconciler{Client: mgr.GetClient(), SyncNamespace: syncNS,
+		Recorder: events.For(mgr, "machineapi-machineset")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&machinehealthcheck.Reconciler{Client: mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("machineapi-machinehealthcheck")}).SetupWithManager(mgr); err != nil {
+		Recorder: events.For(mgr, "machineapi-machinehealthcheck")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&nodelink.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(context.Background(), mgr)
+	return (&nodelink.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SyncNamespace: syncNS}).SetupWithManager(context.Background(), mgr)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // Condition type and reasons reported on the Machine API copy.
@@ -75,7 +76,7 @@ type engine struct {
 func (e *engine) run(ctx context.Context, s subject) (ctrl.Result, error) {
 	res, err := e.step(ctx, s)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil // worked from a stale copy
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil // worked from a stale copy
 	}
 	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
@@ -23,11 +24,11 @@ func Group() manager.Group {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
-	if err := NewMachineReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), mgr.GetEventRecorderFor("migration-machine")).SetupWithManager(mgr); err != nil {
+	if err := NewMachineReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), events.For(mgr, "migration-machine")).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := NewMachineSetReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), mgr.GetEventRecorderFor("migration-machineset")).SetupWithManager(mgr); err != nil {
+	if err := NewMachineSetReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), events.For(mgr, "migration-machineset")).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return NewMachineHealthCheckReconciler(mgr.GetClient(), ns, mgr.GetEventRecorderFor("migration-machinehealthcheck")).SetupWithManager(mgr)
+	return NewMachineHealthCheckReconciler(mgr.GetClient(), ns, events.For(mgr, "migration-machinehealthcheck")).SetupWithManager(mgr)
 }

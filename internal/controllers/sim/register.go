@@ -12,27 +12,21 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/sim/simcluster"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachine"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
 // GroupName is the --controllers name of this group.
 const GroupName = "sim"
 
-func init() {
-	manager.Register(manager.Group{
+// Group is this controller group, for the list in internal/controllers.
+func Group() manager.Group {
+	return manager.Group{
 		Name:        GroupName,
 		Description: "simulated infrastructure provider (infrastructure.machina.dev): SimCluster, SimMachine, SimMachinePool",
 		Setup:       Setup,
-	})
+	}
 }
-
-// setupFunc adds one more controller of the group; controllers add theirs from an init
-// function in their own register_<name>.go file.
-type setupFunc func(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Client) error
-
-var extraSetups []setupFunc
-
-func addSetup(f setupFunc) { extraSetups = append(extraSetups, f) }
 
 // Setup adds the simulated provider's controllers to mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
@@ -48,20 +42,15 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}
 	if err := (&simcluster.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
-		Recorder: mgr.GetEventRecorderFor("sim-simcluster"), Resync: env.Resync,
+		Recorder: events.For(mgr, "sim-simcluster"), Resync: env.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&simmachine.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
-		Recorder: mgr.GetEventRecorderFor("sim-simmachine"), Resync: env.Resync,
+		Recorder: events.For(mgr, "sim-simmachine"), Resync: env.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	for _, f := range extraSetups {
-		if err := f(mgr, env, cloud); err != nil {
-			return err
-		}
-	}
-	return nil
+	return setupSimMachinePool(mgr, env, cloud)
 }

@@ -5,16 +5,15 @@ import (
 
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinepool"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
-// The SimMachinePool controller: a MachinePool's scaling group, with one SimMachine per
+// setupSimMachinePool adds the SimMachinePool controller: a MachinePool's scaling group, with one SimMachine per
 // instance (MachinePool Machines).
-func init() {
-	addSetup(func(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Client) error {
-		return (&simmachinepool.Reconciler{
-			Client: mgr.GetClient(), Cloud: cloud,
-			Recorder: mgr.GetEventRecorderFor("sim-simmachinepool"), Resync: env.Resync,
-		}).SetupWithManager(mgr)
-	})
+func setupSimMachinePool(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Client) error {
+	return (&simmachinepool.Reconciler{
+		Client: mgr.GetClient(), Cloud: cloud,
+		Recorder: events.For(mgr, "sim-simmachinepool"), Resync: env.Resync,
+	}).SetupWithManager(mgr)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
 	"github.com/machina-dev/machina/internal/controllers/sync/mhcsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
@@ -31,18 +32,18 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
 	providers := env.ProviderRegistry()
 	if err := (&machinesync.Reconciler{
-		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machine"),
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machine"),
 		Providers: providers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&machinesetsync.Reconciler{
-		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machineset"),
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machineset"),
 		Providers: providers, AutoscalerFieldManager: env.AutoscalerManager(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&mhcsync.Reconciler{
-		Client: mgr.GetClient(), Namespaces: ns, Recorder: mgr.GetEventRecorderFor("sync-machinehealthcheck"),
+		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machinehealthcheck"),
 	}).SetupWithManager(mgr)
 }

@@ -36,7 +36,7 @@ func New(seed int64) *Gen {
 		Fill: randfill.New().RandSource(rand.NewSource(seed)).NilChance(0.3).NumElements(0, 3).Funcs(
 			// Raw extensions hold an interface randfill cannot fill; callers set providerSpec values.
 			func(r *runtime.RawExtension, _ randfill.Continue) { *r = runtime.RawExtension{} },
-			func(f *metav1.FieldsV1, _ randfill.Continue) { f.Raw = []byte("{}") },
+			func(f *metav1.FieldsV1, _ randfill.Continue) { f.SetRawBytes([]byte("{}")) },
 		),
 	}
 }

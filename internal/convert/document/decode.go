@@ -10,18 +10,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 
-	simv1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // Document is one object of the input.
@@ -43,36 +45,58 @@ type InputError struct {
 func (e *InputError) Error() string { return e.Where + ": " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// maxDocumentSize bounds a single document, so a runaway input fails cleanly.
-const maxDocumentSize = 16 << 20
-
-// known maps the kinds this package reads to constructors of their typed objects.
-var known = map[schema.GroupVersionKind]func() client.Object{
-	mapiv1.GroupVersion.WithKind("Machine"):               func() client.Object { return &mapiv1.Machine{} },
-	mapiv1.GroupVersion.WithKind("MachineSet"):            func() client.Object { return &mapiv1.MachineSet{} },
-	mapiv1.GroupVersion.WithKind("MachineHealthCheck"):    func() client.Object { return &mapiv1.MachineHealthCheck{} },
-	clusterv1.GroupVersion.WithKind("Machine"):            func() client.Object { return &clusterv1.Machine{} },
-	clusterv1.GroupVersion.WithKind("MachineSet"):         func() client.Object { return &clusterv1.MachineSet{} },
-	clusterv1.GroupVersion.WithKind("MachineHealthCheck"): func() client.Object { return &clusterv1.MachineHealthCheck{} },
-	capav1.GroupVersion.WithKind("AWSMachine"):            func() client.Object { return &capav1.AWSMachine{} },
-	capav1.GroupVersion.WithKind("AWSMachineTemplate"):    func() client.Object { return &capav1.AWSMachineTemplate{} },
-	capav1.GroupVersion.WithKind("AWSCluster"):            func() client.Object { return &capav1.AWSCluster{} },
-	simv1.GroupVersion.WithKind("SimMachine"):             func() client.Object { return &simv1.SimMachine{} },
-	simv1.GroupVersion.WithKind("SimMachineTemplate"):     func() client.Object { return &simv1.SimMachineTemplate{} },
-	simv1.GroupVersion.WithKind("SimCluster"):             func() client.Object { return &simv1.SimCluster{} },
-	configv1.GroupVersion.WithKind("Infrastructure"):      func() client.Object { return &configv1.Infrastructure{} },
+// coreKinds are the kinds Decode reads whatever the platforms: the two machine APIs and the
+// OpenShift Infrastructure object.
+var coreKinds = []schema.GroupVersionKind{
+	mapiv1.GroupVersion.WithKind("Machine"),
+	mapiv1.GroupVersion.WithKind("MachineSet"),
+	mapiv1.GroupVersion.WithKind("MachineHealthCheck"),
+	clusterv1.GroupVersion.WithKind("Machine"),
+	clusterv1.GroupVersion.WithKind("MachineSet"),
+	clusterv1.GroupVersion.WithKind("MachineHealthCheck"),
+	configv1.GroupVersion.WithKind("Infrastructure"),
 }
 
-// KnownKinds lists the kinds Decode accepts, for help texts.
-func KnownKinds() []string {
-	return []string{
-		"machine.openshift.io/v1beta1 Machine, MachineSet, MachineHealthCheck",
-		"cluster.x-k8s.io/v1beta2 Machine, MachineSet, MachineHealthCheck",
-		"infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine, AWSMachineTemplate, AWSCluster",
-		"infrastructure.machina.dev/v1alpha1 SimMachine, SimMachineTemplate, SimCluster",
-		"config.openshift.io/v1 Infrastructure",
-		"and Lists of these",
+// builtin is provider.Builtin(), built once: its scheme is costly to build for every call.
+var builtin = sync.OnceValue(provider.Builtin)
+
+func orBuiltin(reg *provider.Registry) *provider.Registry {
+	if reg == nil {
+		return builtin()
 	}
+	return reg
+}
+
+// byName returns reg's providers sorted by name, so messages do not depend on the order
+// they were registered in.
+func byName(reg *provider.Registry) []provider.Provider {
+	ps := reg.All()
+	slices.SortFunc(ps, func(a, b provider.Provider) int { return strings.Compare(a.Name, b.Name) })
+	return ps
+}
+
+// KnownKinds lists the kinds Decode accepts with reg's platforms (the built-in ones when
+// reg is nil), a line per group version and platform, for help texts and messages.
+func KnownKinds(reg *provider.Registry) []string {
+	lines := kindLines(coreKinds[:6])
+	for _, p := range byName(orBuiltin(reg)) {
+		lines = append(lines, kindLines(p.InfraKinds())...)
+	}
+	lines = append(lines, kindLines(coreKinds[6:])...)
+	return append(lines, "and Lists of these")
+}
+
+// kindLines writes gvks as "group/version Kind, Kind", a line per run of one group version.
+func kindLines(gvks []schema.GroupVersionKind) []string {
+	var lines []string
+	for i, gvk := range gvks {
+		if i > 0 && gvks[i-1].GroupVersion() == gvk.GroupVersion() {
+			lines[len(lines)-1] += ", " + gvk.Kind
+			continue
+		}
+		lines = append(lines, gvk.GroupVersion().String()+" "+gvk.Kind)
+	}
+	return lines
 }
 
 type header struct {
@@ -84,10 +108,19 @@ type header struct {
 // maxInputSize bounds the whole input.
 const maxInputSize = 256 << 20
 
-// Decode splits YAML or JSON input into documents and decodes each into its typed object.
-// YAML may hold several documents separated by "---"; JSON may be a stream of objects. The
-// first problem is returned as an *InputError naming the document.
-func Decode(r io.Reader) ([]Document, error) {
+// Decode is DecodeWith for the built-in platforms.
+func Decode(r io.Reader) ([]Document, error) { return DecodeWith(r, nil) }
+
+// DecodeWith splits YAML or JSON input into documents and decodes each into its typed object:
+// the Machine API and Cluster API kinds, the Infrastructure, and the infrastructure kinds of
+// reg's platforms (the built-in ones when reg is nil). YAML may hold several documents
+// separated by "---"; JSON may be a stream of objects. The first problem is returned as an
+// *InputError naming the document.
+func DecodeWith(r io.Reader, reg *provider.Registry) ([]Document, error) {
+	dec, err := newDecoder(orBuiltin(reg))
+	if err != nil {
+		return nil, &InputError{Where: "input", Err: err}
+	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInputSize+1))
 	if err != nil {
 		return nil, &InputError{Where: "input", Err: err}
@@ -96,8 +129,36 @@ func Decode(r io.Reader) ([]Document, error) {
 		return nil, &InputError{Where: "input", Err: fmt.Errorf("larger than %d bytes", maxInputSize)}
 	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
-		return decodeJSONStream(t)
+		return dec.jsonStream(t)
 	}
+	return dec.yamlStream(data)
+}
+
+// decoder decodes the kinds one registry's platforms know.
+type decoder struct {
+	reg    *provider.Registry
+	scheme *runtime.Scheme
+	kinds  map[schema.GroupVersionKind]bool
+}
+
+func newDecoder(reg *provider.Registry) (*decoder, error) {
+	s, err := reg.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{reg: reg, scheme: s, kinds: map[schema.GroupVersionKind]bool{}}
+	for _, gvk := range coreKinds {
+		d.kinds[gvk] = true
+	}
+	for _, p := range reg.All() {
+		for _, gvk := range p.InfraKinds() {
+			d.kinds[gvk] = true
+		}
+	}
+	return d, nil
+}
+
+func (dec *decoder) yamlStream(data []byte) ([]Document, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs []Document
 	n := 0
@@ -118,7 +179,7 @@ func Decode(r io.Reader) ([]Document, error) {
 		if err != nil {
 			return nil, &InputError{Where: where, Err: fmt.Errorf("not valid YAML: %w", err)}
 		}
-		d, err := decodeObject(js, where, 0)
+		d, err := dec.object(js, where, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -127,19 +188,19 @@ func Decode(r io.Reader) ([]Document, error) {
 	return docs, nil
 }
 
-func decodeJSONStream(data []byte) ([]Document, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
+func (dec *decoder) jsonStream(data []byte) ([]Document, error) {
+	jd := json.NewDecoder(bytes.NewReader(data))
 	var docs []Document
 	for n := 1; ; n++ {
 		where := fmt.Sprintf("document %d", n)
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		if err := jd.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				return docs, nil
 			}
 			return nil, &InputError{Where: where, Err: fmt.Errorf("not valid JSON: %w", err)}
 		}
-		d, err := decodeObject(raw, where, 0)
+		d, err := dec.object(raw, where, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +218,7 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-func decodeObject(js []byte, where string, depth int) ([]Document, error) {
+func (dec *decoder) object(js []byte, where string, depth int) ([]Document, error) {
 	var h header
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &h); err != nil {
 		return nil, &InputError{Where: where, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
@@ -168,7 +229,7 @@ func decodeObject(js []byte, where string, depth int) ([]Document, error) {
 	if strings.HasSuffix(h.Kind, "List") && depth == 0 {
 		var docs []Document
 		for i, item := range h.Items {
-			d, err := decodeObject(item, fmt.Sprintf("%s, item %d", where, i+1), depth+1)
+			d, err := dec.object(item, fmt.Sprintf("%s, item %d", where, i+1), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -180,12 +241,10 @@ func decodeObject(js []byte, where string, depth int) ([]Document, error) {
 	if err != nil {
 		return nil, &InputError{Where: where, Err: err}
 	}
-	gvk := gv.WithKind(h.Kind)
-	newObj, ok := known[gvk]
-	if !ok {
-		return nil, &InputError{Where: where, Err: fmt.Errorf("unknown kind %s %s: machina convert reads %s", h.APIVersion, h.Kind, strings.Join(KnownKinds(), "; "))}
+	obj, err := dec.newObject(gv.WithKind(h.Kind))
+	if err != nil {
+		return nil, &InputError{Where: where, Err: err}
 	}
-	obj := newObj()
 	strict, err := kjson.UnmarshalStrict(js, obj, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
 	if err != nil {
 		return nil, &InputError{Where: where, Err: fmt.Errorf("%s %s: %w", h.APIVersion, h.Kind, err)}
@@ -195,4 +254,20 @@ func decodeObject(js []byte, where string, depth int) ([]Document, error) {
 		d.Warnings = append(d.Warnings, "ignored: "+e.Error())
 	}
 	return []Document{d}, nil
+}
+
+// newObject returns an empty typed object of a kind this decoder reads.
+func (dec *decoder) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
+	if !dec.kinds[gvk] {
+		return nil, fmt.Errorf("unknown kind %s %s: machina convert reads %s", gvk.GroupVersion(), gvk.Kind, strings.Join(KnownKinds(dec.reg), "; "))
+	}
+	ro, err := dec.scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.GroupVersion(), gvk.Kind, err)
+	}
+	obj, ok := ro.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %T is not an object with metadata", gvk.GroupVersion(), gvk.Kind, ro)
+	}
+	return obj, nil
 }

@@ -20,7 +20,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -107,8 +106,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !cl.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, cl)
 	}
-	if controllerutil.AddFinalizer(cl, clusterv1.ClusterFinalizer) {
-		return ctrl.Result{}, nil
+	if _, err := helper.EnsureFinalizer(ctx, cl, clusterv1.ClusterFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	setCondition(cl, clusterv1.ClusterDeletingCondition, metav1.ConditionFalse, clusterv1.ClusterNotDeletingReason, "")
 	return r.reconcileInfrastructure(ctx, cl)

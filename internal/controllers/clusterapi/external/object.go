@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // Object is a provider object and the contract its CRD follows.
@@ -108,47 +110,52 @@ func (o *Object) Condition(t string) *metav1.Condition {
 // EnsureOwned makes owner an owner of o (its controller when controller is set and o has no
 // other controller) and sets the cluster-name label; it patches o only when something changed.
 func EnsureOwned(ctx context.Context, c client.Client, o *Object, owner client.Object, controller bool, clusterName string) error {
-	before := o.DeepCopy()
 	gvk, err := c.GroupVersionKindFor(owner)
 	if err != nil {
 		return err
 	}
-	refs := o.GetOwnerReferences()
-	found := false
-	hasController := false
-	for _, r := range refs {
-		if r.Controller != nil && *r.Controller && r.UID != owner.GetUID() {
-			hasController = true
-		}
-	}
-	for i := range refs {
-		if refs[i].UID == owner.GetUID() {
-			found = true
-			break
-		}
-	}
-	if !found {
-		ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
-			Name: owner.GetName(), UID: owner.GetUID()}
-		if controller && !hasController {
-			t := true
-			ref.Controller, ref.BlockOwnerDeletion = &t, &t
-		}
-		o.SetOwnerReferences(append(refs, ref))
-	}
-	if clusterName != "" && o.GetLabels()[clusterv1.ClusterNameLabel] != clusterName {
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[clusterv1.ClusterNameLabel] = clusterName
-		o.SetLabels(labels)
-	}
-	if found && before.GetLabels()[clusterv1.ClusterNameLabel] == o.GetLabels()[clusterv1.ClusterNameLabel] {
-		return nil
-	}
-	if err := c.Patch(ctx, o.Unstructured, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.Locked(ctx, c, o.Unstructured, func() bool {
+		added := addOwner(o, owner, gvk.GroupVersion().String(), gvk.Kind, controller)
+		return setClusterLabel(o, clusterName) || added
+	}); err != nil {
 		return fmt.Errorf("setting owner and cluster label on %s %s: %w", o.GetKind(), o.GetName(), err)
 	}
 	return nil
+}
+
+// addOwner adds an owner reference to owner unless o has one; it is o's controller when
+// controller is set and o has no other controller. It reports whether it added one.
+func addOwner(o *Object, owner client.Object, apiVersion, kind string, controller bool) bool {
+	refs := o.GetOwnerReferences()
+	hasController := false
+	for _, r := range refs {
+		if r.UID == owner.GetUID() {
+			return false
+		}
+		if r.Controller != nil && *r.Controller {
+			hasController = true
+		}
+	}
+	ref := metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID()}
+	if controller && !hasController {
+		t := true
+		ref.Controller, ref.BlockOwnerDeletion = &t, &t
+	}
+	o.SetOwnerReferences(append(refs, ref))
+	return true
+}
+
+// setClusterLabel sets the cluster-name label (unless clusterName is empty), reporting
+// whether it changed.
+func setClusterLabel(o *Object, clusterName string) bool {
+	labels := o.GetLabels()
+	if clusterName == "" || labels[clusterv1.ClusterNameLabel] == clusterName {
+		return false
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusterv1.ClusterNameLabel] = clusterName
+	o.SetLabels(labels)
+	return true
 }

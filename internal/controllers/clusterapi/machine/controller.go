@@ -22,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -146,12 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
 	// Machines from a MachineSet are born with the finalizer and the cluster link. Others get
-	// them here, stored by the same patch as this pass's first results: this controller
-	// creates nothing outside the API before that patch (it only takes ownership of the
-	// InfraMachine and bootstrap config, which garbage collection would clean up), so there
-	// is nothing the finalizer must guard yet.
+	// them here, both stored by the one write that stores the finalizer.
 	ensureClusterLink(m, cluster)
-	controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer)
+	if _, err := helper.EnsureFinalizer(ctx, m, clusterv1.MachineFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.reconcileNormal(ctx, m, cluster)
 }
 

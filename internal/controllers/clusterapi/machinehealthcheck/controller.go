@@ -8,8 +8,8 @@
 // (RemediationAllowed=False), it asks for remediation: OwnerRemediated=False for the
 // Machine's owner (a MachineSet deletes and replaces it), or an external remediation request
 // cloned from remediation.templateRef. Machines with cluster.x-k8s.io/skip-remediation (or
-// paused) are checked and reported but never remediated. It requeues itself at the next
-// timeout instead of polling.
+// paused, unless only as the mirror of a Machine API-owned Machine) are not targets: neither
+// checked, counted nor remediated. It requeues itself at the next timeout instead of polling.
 package machinehealthcheck
 
 import (
@@ -191,36 +191,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.FromContext(ctx).Info("cannot inspect the workload cluster", "error", err.Error())
 		return ctrl.Result{RequeueAfter: RemoteRetry}, nil
 	}
-	now := time.Now()
-	var unhealthy []*target
-	var next time.Duration
+	healthy, next := assess(mhc, cluster, targets, time.Now())
 	names := make([]string, 0, len(targets))
 	for _, t := range targets {
 		names = append(names, t.machine.Name)
-		t.evaluate(mhc, cluster, now)
-		if t.unhealthy {
-			unhealthy = append(unhealthy, t)
-		}
-		if t.nextCheck > 0 && (next == 0 || t.nextCheck < next) {
-			next = t.nextCheck
-		}
 	}
 	sort.Strings(names)
 	expected := len(targets)
-	allowed, maxUnhealthy, err := triggerAllows(mhc, expected, len(unhealthy))
+	notHealthy := expected - healthy
+	allowed, maxUnhealthy, err := triggerAllows(mhc, expected, notHealthy)
 	if err != nil {
 		setCondition(mhc, metav1.ConditionFalse, "InvalidTriggerIf", err.Error())
 		return ctrl.Result{}, nil
 	}
 	mhc.Status.ExpectedMachines = ptr.To(int32(expected))
-	mhc.Status.CurrentHealthy = ptr.To(int32(expected - len(unhealthy)))
-	mhc.Status.RemediationsAllowed = ptr.To(int32(max(0, maxUnhealthy-len(unhealthy))))
+	mhc.Status.CurrentHealthy = ptr.To(int32(healthy))
+	mhc.Status.RemediationsAllowed = ptr.To(int32(max(0, maxUnhealthy-notHealthy)))
 	mhc.Status.Targets = names
 	if allowed {
 		setCondition(mhc, metav1.ConditionTrue, clusterv1.MachineHealthCheckRemediationAllowedReason, "")
 	} else {
-		msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are unhealthy, outside what remediation.triggerIf allows (%s)",
-			len(unhealthy), expected, triggerString(mhc))
+		msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are not healthy, outside what remediation.triggerIf allows (%s)",
+			notHealthy, expected, triggerString(mhc))
 		if setCondition(mhc, metav1.ConditionFalse, clusterv1.MachineHealthCheckTooManyUnhealthyReason, msg) {
 			r.event(mhc, corev1.EventTypeWarning, clusterv1.MachineHealthCheckTooManyUnhealthyReason, "%s", msg)
 		}
@@ -248,6 +240,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		next += 100 * time.Millisecond
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// assess evaluates every target and counts the healthy ones as upstream does: a target is
+// healthy only with a Node and no failing check, not even one whose timeout is still running,
+// so every other target counts against triggerIf and an outage stops remediation before its
+// timeouts make Machines eligible for it. next is when a target may turn unhealthy.
+func assess(mhc *clusterv1.MachineHealthCheck, cluster *clusterv1.Cluster, targets []*target, now time.Time) (healthy int, next time.Duration) {
+	for _, t := range targets {
+		t.evaluate(mhc, cluster, now)
+		if t.healthy() {
+			healthy++
+		}
+		if t.nextCheck > 0 && (next == 0 || t.nextCheck < next) {
+			next = t.nextCheck
+		}
+	}
+	return healthy, next
 }
 
 // linkCluster sets the cluster-name label and an owner reference to the Cluster; it

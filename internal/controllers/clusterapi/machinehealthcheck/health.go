@@ -3,7 +3,6 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
-	"github.com/machina-dev/machina/internal/gate"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/gate"
 )
 
 // target is one Machine a check watches over, with its Node.
@@ -31,18 +32,24 @@ type target struct {
 	nextCheck time.Duration
 }
 
-// skipRemediation reports whether the Machine opted out of remediation: the
-// skip-remediation annotation, or the paused annotation — unless the pause only marks the
+// optedOut reports whether the Machine is left out of health checks, as upstream leaves it:
+// the skip-remediation annotation, or the paused annotation — unless the pause only marks the
 // mirror of a Machine the Machine API owns, whose remediation the sync carries over to the
 // Machine API (gate.PausedAsMirror).
-func (t *target) skipRemediation() bool {
-	_, skip := t.machine.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-	paused := gate.HasPausedAnnotation(t.machine) && !gate.PausedAsMirror(t.machine)
+func optedOut(m *clusterv1.Machine) bool {
+	_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
+	paused := gate.HasPausedAnnotation(m) && !gate.PausedAsMirror(m)
 	return skip || paused
 }
 
-// targets lists the Machines of the check's Cluster that its selector matches and that are
-// not being deleted, with their Nodes read from the workload cluster.
+// healthy reports whether the target counts as healthy: it has a Node and fails no check,
+// not even one whose timeout is still running.
+func (t *target) healthy() bool {
+	return !t.unhealthy && t.nextCheck == 0 && t.node != nil
+}
+
+// targets lists the Machines of the check's Cluster that its selector matches, that are not
+// being deleted and have not opted out, with their Nodes read from the workload cluster.
 func (r *Reconciler) targets(ctx context.Context, mhc *clusterv1.MachineHealthCheck, cluster *clusterv1.Cluster) ([]*target, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&mhc.Spec.Selector)
 	if err != nil {
@@ -56,7 +63,7 @@ func (r *Reconciler) targets(ctx context.Context, mhc *clusterv1.MachineHealthCh
 	needNodes := false
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !m.DeletionTimestamp.IsZero() || m.Spec.ClusterName != mhc.Spec.ClusterName || sel.Empty() {
+		if !m.DeletionTimestamp.IsZero() || m.Spec.ClusterName != mhc.Spec.ClusterName || sel.Empty() || optedOut(m) {
 			continue
 		}
 		out = append(out, &target{machine: m})

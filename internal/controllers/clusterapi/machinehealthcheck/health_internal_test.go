@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/machina-dev/machina/internal/gate"
 )
 
 func TestTriggerAllows(t *testing.T) {
@@ -97,5 +99,64 @@ func TestEvaluate(t *testing.T) {
 	tg.evaluate(mhc, cluster, now)
 	if tg.unhealthy || tg.nextCheck != 0 {
 		t.Errorf("nodeStartupTimeoutSeconds 0 should disable the check: %+v", tg)
+	}
+}
+
+// The outage of issue #24: three Machines, unhealthyLessThanOrEqualTo 1, Nodes failing 30 s
+// apart with a 45 s timeout. When the first is past its timeout the second has been NotReady
+// for 15 s and a replacement is still waiting for its Node: only one Machine counts as
+// healthy, so remediation stops although one alone is eligible for it.
+func TestAssessCountsFailingMachinesWithinTheirTimeout(t *testing.T) {
+	now := time.Now()
+	mhc := &clusterv1.MachineHealthCheck{}
+	mhc.Spec.Checks.UnhealthyNodeConditions = []clusterv1.UnhealthyNodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](45)}}
+	mhc.Spec.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo = ptr.To(intstr.FromInt32(1))
+	machine := func(name string) *clusterv1.Machine {
+		return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			Status: clusterv1.MachineStatus{NodeRef: clusterv1.MachineNodeReference{Name: name}}}
+	}
+	node := func(status corev1.ConditionStatus, since time.Duration) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-since))}}}}
+	}
+	targets := []*target{
+		{machine: machine("a"), node: node(corev1.ConditionFalse, 46*time.Second)},
+		{machine: machine("b"), node: node(corev1.ConditionFalse, 16*time.Second)},
+		{machine: machine("c"), node: node(corev1.ConditionTrue, time.Hour)},
+	}
+	healthy, next := assess(mhc, &clusterv1.Cluster{}, targets, now)
+	if healthy != 1 || !targets[0].unhealthy || targets[1].unhealthy || next <= 0 || next > 30*time.Second {
+		t.Fatalf("healthy %d, a unhealthy %v, b unhealthy %v, next %s; want 1 healthy, only a unhealthy, next within 30s",
+			healthy, targets[0].unhealthy, targets[1].unhealthy, next)
+	}
+	if allowed, _, _ := triggerAllows(mhc, len(targets), len(targets)-healthy); allowed {
+		t.Fatal("remediation allowed with 2 of 3 Machines not healthy and unhealthyLessThanOrEqualTo 1")
+	}
+	// A Machine still waiting for its Node is not healthy either.
+	booting := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "booting", CreationTimestamp: metav1.NewTime(now)}}
+	targets[1] = &target{machine: booting}
+	if healthy, _ := assess(mhc, &clusterv1.Cluster{}, targets, now); healthy != 1 {
+		t.Fatalf("a Machine without a Node counted as healthy: %d healthy", healthy)
+	}
+}
+
+// Machines with skip-remediation, or paused other than as a mirror, are not targets.
+func TestOptedOut(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		finalizers  []string
+		out         bool
+	}{
+		{"plain", nil, nil, false},
+		{"skip-remediation", map[string]string{clusterv1.MachineSkipRemediationAnnotation: ""}, nil, true},
+		{"paused", map[string]string{clusterv1.PausedAnnotation: ""}, nil, true},
+		{"paused mirror of a Machine API Machine", map[string]string{clusterv1.PausedAnnotation: ""}, []string{gate.SyncFinalizer}, false},
+	} {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations, Finalizers: tc.finalizers}}
+		if got := optedOut(m); got != tc.out {
+			t.Errorf("%s: opted out %v, want %v", tc.name, got, tc.out)
+		}
 	}
 }

@@ -41,6 +41,7 @@ func TestMachineHealthCheck(t *testing.T) {
 	t.Run("ShortCircuitAndRemediateAnnotation", testShortCircuit)
 	t.Run("SkipRemediationAnnotation", testSkipRemediation)
 	t.Run("ExternalRemediationTemplate", testExternal)
+	t.Run("OutageStopsRemediation", testOutage)
 }
 
 // newCheck builds a MachineHealthCheck for the Machines of a MachineSet made by
@@ -305,24 +306,37 @@ func testShortCircuit(t *testing.T) {
 	cleanup(t, e, ms, mhc)
 }
 
+// Machines with skip-remediation or paused are not targets, as upstream has it: not
+// counted, not reported, not remediated.
 func testSkipRemediation(t *testing.T) {
 	e := env.For(t)
 	ctx := context.Background()
-	ms := ct.MachineSet("mhc-skip", 1, "small")
+	ms := ct.MachineSet("mhc-skip", 2, "small")
 	mhc := newCheck("mhc-skip")
 	create(t, e, ms)
-	name := ct.WaitRunning(t, e, ms, 1, 90*time.Second)[0].Name
+	machines := ct.Names(ct.WaitRunning(t, e, ms, 2, 90*time.Second))
+	skipped, paused := machines[0], machines[1]
 	create(t, e, mhc)
-	waitCheck(t, e, mhc, "1 healthy", healthy(1))
-	annotate(t, e, name, map[string]string{clusterv1.MachineSkipRemediationAnnotation: "", clusterv1.RemediateMachineAnnotation: ""})
-	waitCondition(t, e, name, clusterv1.MachineHealthCheckSucceededCondition, "False/"+clusterv1.MachineHealthCheckHasRemediateAnnotationReason)
-	time.Sleep(2 * time.Second)
-	m, err := getMachine(ctx, e, name)
-	if err != nil || !m.DeletionTimestamp.IsZero() || meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition) != nil {
-		t.Fatalf("Machine with skip-remediation was remediated: %v %s", err, ct.Conds(m.Status.Conditions))
+	waitCheck(t, e, mhc, "2 healthy", healthy(2))
+	annotate(t, e, skipped, map[string]string{clusterv1.MachineSkipRemediationAnnotation: "", clusterv1.RemediateMachineAnnotation: ""})
+	got := waitCheck(t, e, mhc, "only "+paused+" a target", func(m *clusterv1.MachineHealthCheck) bool {
+		return slices.Equal(m.Status.Targets, []string{paused})
+	})
+	if ptr.Deref(got.Status.ExpectedMachines, -1) != 1 || ptr.Deref(got.Status.CurrentHealthy, -1) != 1 {
+		t.Errorf("status %+v", got.Status)
 	}
-	annotate(t, e, name, nil, clusterv1.MachineSkipRemediationAnnotation)
-	waitReplaced(t, e, ms, 1, name)
+	m, err := getMachine(ctx, e, skipped)
+	if err != nil || !m.DeletionTimestamp.IsZero() || meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition) != nil ||
+		meta.IsStatusConditionFalse(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition) {
+		t.Fatalf("Machine with skip-remediation was checked or remediated: %v %s", err, ct.Conds(m.Status.Conditions))
+	}
+	annotate(t, e, paused, map[string]string{clusterv1.PausedAnnotation: ""})
+	waitCheck(t, e, mhc, "no targets", func(m *clusterv1.MachineHealthCheck) bool {
+		return len(m.Status.Targets) == 0 && ptr.Deref(m.Status.ExpectedMachines, -1) == 0
+	})
+	annotate(t, e, paused, nil, clusterv1.PausedAnnotation)
+	annotate(t, e, skipped, nil, clusterv1.MachineSkipRemediationAnnotation)
+	waitReplaced(t, e, ms, 2, skipped)
 	cleanup(t, e, ms, mhc)
 }
 

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,16 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // report records the verdict on the Machine (HealthCheckSucceeded) and, for an unhealthy
-// Machine when remediation is allowed and the Machine did not opt out, asks for remediation:
+// Machine when remediation is allowed, asks for remediation:
 // OwnerRemediated=False for its owner, or an external remediation request. A Machine that is
 // healthy again loses a remediation request nobody has acted on yet. The Machine's status is
 // written only when a condition changed, with optimistic locking.
 func (r *Reconciler) report(ctx context.Context, mhc *clusterv1.MachineHealthCheck, t *target, allowed bool) error {
 	m := t.machine
-	base := m.DeepCopy()
+	h := patch.NewHelper(m, r.Client)
 	external := mhc.Spec.Remediation.TemplateRef.IsDefined()
 	if !t.unhealthy {
 		setMachineCondition(m, clusterv1.MachineHealthCheckSucceededCondition, metav1.ConditionTrue, clusterv1.MachineHealthCheckSucceededReason, "")
@@ -40,7 +41,7 @@ func (r *Reconciler) report(ctx context.Context, mhc *clusterv1.MachineHealthChe
 	} else {
 		setMachineCondition(m, clusterv1.MachineHealthCheckSucceededCondition, metav1.ConditionFalse, t.reason, t.message)
 		switch {
-		case !allowed || t.skipRemediation():
+		case !allowed:
 			// Reported, not remediated.
 		case external:
 			r.requestExternal(ctx, mhc, m, t)
@@ -52,10 +53,7 @@ func (r *Reconciler) report(ctx context.Context, mhc *clusterv1.MachineHealthChe
 				m.Name, t.message)
 		}
 	}
-	if equality.Semantic.DeepEqual(base.Status.Conditions, m.Status.Conditions) {
-		return nil
-	}
-	err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	err := h.Patch(ctx, m)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

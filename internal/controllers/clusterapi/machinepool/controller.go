@@ -15,10 +15,9 @@ package machinepool
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/labels/format"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -92,16 +92,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// LabelValue is the value of the cluster.x-k8s.io/pool-name label for a pool name: the
-// name itself, or a hash of it when it is too long for a label value.
-func LabelValue(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return "hash_" + hex.EncodeToString(sum[:])[:40]
-}
-
 // labelledToPool maps an object carrying the pool-name and cluster-name labels to the
 // MachinePool they name.
 func (r *Reconciler) labelledToPool(ctx context.Context, o client.Object) []reconcile.Request {
@@ -110,7 +100,9 @@ func (r *Reconciler) labelledToPool(ctx context.Context, o client.Object) []reco
 	if value == "" {
 		return nil
 	}
-	if len(value) <= 63 && value[:min(5, len(value))] != "hash_" {
+	// A name too long for a label value is hashed (Cluster API's util/labels/format); a
+	// name cannot contain "_", so only a hash starts with "hash_".
+	if !strings.HasPrefix(value, "hash_") {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: value}}}
 	}
 	var list clusterv1.MachinePoolList
@@ -119,7 +111,7 @@ func (r *Reconciler) labelledToPool(ctx context.Context, o client.Object) []reco
 	}
 	var out []reconcile.Request
 	for _, mp := range list.Items {
-		if LabelValue(mp.Name) == value && (cluster == "" || mp.Spec.ClusterName == cluster) {
+		if format.MustEqualValue(mp.Name, value) && (cluster == "" || mp.Spec.ClusterName == cluster) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mp.Namespace, Name: mp.Name}})
 		}
 	}
@@ -172,30 +164,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", mp.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	changed := ensureClusterLink(mp, cluster)
-	if controllerutil.AddFinalizer(mp, clusterv1.MachinePoolFinalizer) || changed {
-		return ctrl.Result{}, nil
+	ensureClusterLink(mp, cluster)
+	if _, err := helper.EnsureFinalizer(ctx, mp, clusterv1.MachinePoolFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, mp, cluster)
 }
 
 // ensureClusterLink sets the cluster-name label and, when the pool has no other owner, an
 // owner reference to its Cluster.
-func ensureClusterLink(mp *clusterv1.MachinePool, cluster *clusterv1.Cluster) bool {
-	changed := false
+func ensureClusterLink(mp *clusterv1.MachinePool, cluster *clusterv1.Cluster) {
 	if mp.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
 		if mp.Labels == nil {
 			mp.Labels = map[string]string{}
 		}
 		mp.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		changed = true
 	}
 	if len(mp.OwnerReferences) == 0 {
 		mp.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
 			Name: cluster.Name, UID: cluster.UID}}
-		changed = true
 	}
-	return changed
 }
 
 // reconcileDelete deletes the InfraMachinePool (which takes the pool's instances and

@@ -11,9 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // reconcileMachines gives every InfraMachine of the pool a Machine and makes sure every
@@ -89,7 +91,7 @@ func (r *Reconciler) createMachine(ctx context.Context, mp *clusterv1.MachinePoo
 		labels[k] = v
 	}
 	labels[clusterv1.ClusterNameLabel] = mp.Spec.ClusterName
-	labels[clusterv1.MachinePoolNameLabel] = LabelValue(mp.Name)
+	labels[clusterv1.MachinePoolNameLabel] = format.MustFormatValue(mp.Name)
 	annotations := map[string]string{}
 	for k, v := range mp.Spec.Template.Annotations {
 		annotations[k] = v
@@ -137,15 +139,17 @@ func (r *Reconciler) ensureControlled(ctx context.Context, mp *clusterv1.Machine
 	if ref := metav1.GetControllerOf(m); ref != nil {
 		return nil
 	}
-	before := m.DeepCopy()
-	var refs []metav1.OwnerReference
-	for _, ref := range m.OwnerReferences {
-		if ref.UID != mp.UID {
-			refs = append(refs, ref)
+	if _, err := patch.Locked(ctx, r.Client, m, func() bool {
+		var refs []metav1.OwnerReference
+		for _, ref := range m.OwnerReferences {
+			if ref.UID != mp.UID {
+				refs = append(refs, ref)
+			}
 		}
-	}
-	m.OwnerReferences = append(refs, *metav1.NewControllerRef(mp, clusterv1.GroupVersion.WithKind("MachinePool")))
-	if err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		refs = append(refs, *metav1.NewControllerRef(mp, clusterv1.GroupVersion.WithKind("MachinePool")))
+		m.OwnerReferences = refs
+		return true
+	}); err != nil {
 		return fmt.Errorf("restoring the owner reference of Machine %s: %w", m.Name, err)
 	}
 	r.event(mp, corev1.EventTypeNormal, "OwnerReferenceRestored", "Machine %s is controlled by the MachinePool again", m.Name)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/labels/format"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -230,5 +231,5 @@ func (r *Reconciler) listInfraMachines(ctx context.Context, mp *clusterv1.Machin
 
 // poolLabels selects the objects of the pool.
 func poolLabels(mp *clusterv1.MachinePool) client.MatchingLabels {
-	return client.MatchingLabels{clusterv1.ClusterNameLabel: mp.Spec.ClusterName, clusterv1.MachinePoolNameLabel: LabelValue(mp.Name)}
+	return client.MatchingLabels{clusterv1.ClusterNameLabel: mp.Spec.ClusterName, clusterv1.MachinePoolNameLabel: format.MustFormatValue(mp.Name)}
 }

@@ -226,22 +226,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", ms.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	changed := false
 	if ms.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
 		if ms.Labels == nil {
 			ms.Labels = map[string]string{}
 		}
 		ms.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		changed = true
 	}
 	if len(ms.OwnerReferences) == 0 {
 		ms.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
 			Name: cluster.Name, UID: cluster.UID}}
-		changed = true
 	}
-	if controllerutil.AddFinalizer(ms, clusterv1.MachineSetFinalizer) || changed {
-		// Storing the finalizer brings the MachineSet back through its watch.
-		return ctrl.Result{}, nil
+	// The finalizer is stored (with the cluster link) before any Machine is created.
+	if _, err := helper.EnsureFinalizer(ctx, ms, clusterv1.MachineSetFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, ms)
 }
@@ -261,7 +258,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	if !complete {
 		// An orphan changed under the adoption: counting without it would create a Machine
 		// too many (and delete one again once it is adopted).
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 	}
 	var errs []error
 	var scaleErr error

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // TemplateHashAnnotation records on each Machine a hash of the MachineSet's
@@ -86,13 +90,14 @@ func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet
 // adopt makes the MachineSet the controller of an orphan Machine. The Machine's existing
 // owner references (its Cluster's, when the Machine controller linked it) stay.
 func (r *Reconciler) adopt(ctx context.Context, ms *clusterv1.MachineSet, m *clusterv1.Machine) error {
-	base := m.DeepCopy()
-	m.OwnerReferences = append(m.OwnerReferences, ownerRef(ms))
-	if m.Labels == nil {
-		m.Labels = map[string]string{}
-	}
-	m.Labels[clusterv1.MachineSetNameLabel] = setNameLabel(ms.Name)
-	if err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.Locked(ctx, r.Client, m, func() bool {
+		m.OwnerReferences = append(m.OwnerReferences, ownerRef(ms))
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[clusterv1.MachineSetNameLabel] = format.MustFormatValue(ms.Name)
+		return true
+	}); err != nil {
 		return err
 	}
 	r.event(ms, corev1.EventTypeNormal, "SuccessfulAdopt", "Adopted orphan Machine %s", m.Name)
@@ -101,17 +106,6 @@ func (r *Reconciler) adopt(ctx context.Context, ms *clusterv1.MachineSet, m *clu
 
 func ownerRef(ms *clusterv1.MachineSet) metav1.OwnerReference {
 	return *metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet"))
-}
-
-// setNameLabel is the value of the set-name label: the name, or a hash of it when it is too
-// long to be a label value.
-func setNameLabel(name string) string {
-	if len(validation.IsValidLabelValue(name)) == 0 {
-		return name
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(name))
-	return fmt.Sprintf("hash_%x_z", h.Sum32())
 }
 
 // templateHash hashes spec.template.spec.
@@ -182,7 +176,7 @@ func (s *cloneSource) clone(ms *clusterv1.MachineSet, m *clusterv1.Machine) *uns
 		lbls[k] = v
 	}
 	lbls[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
-	lbls[clusterv1.MachineSetNameLabel] = setNameLabel(ms.Name)
+	lbls[clusterv1.MachineSetNameLabel] = format.MustFormatValue(ms.Name)
 	u.SetLabels(lbls)
 	ann, _, _ := unstructured.NestedStringMap(s.template.Object, "spec", "template", "metadata", "annotations")
 	if ann == nil {
@@ -204,8 +198,8 @@ func newMachine(ms *clusterv1.MachineSet, infra, boot *cloneSource) *clusterv1.M
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            machineName(ms),
 			Namespace:       ms.Namespace,
-			Labels:          copyMap(t.Labels),
-			Annotations:     copyMap(t.Annotations),
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(ms)},
 			// Born with the Machine controller's finalizer: that controller then has no
 			// metadata write of its own to make, and a Machine deleted before it was ever
@@ -221,7 +215,7 @@ func newMachine(ms *clusterv1.MachineSet, infra, boot *cloneSource) *clusterv1.M
 		m.Annotations = map[string]string{}
 	}
 	m.Labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
-	m.Labels[clusterv1.MachineSetNameLabel] = setNameLabel(ms.Name)
+	m.Labels[clusterv1.MachineSetNameLabel] = format.MustFormatValue(ms.Name)
 	m.Annotations[TemplateHashAnnotation] = templateHash(ms)
 	m.Spec.ClusterName = ms.Spec.ClusterName
 	m.Spec.InfrastructureRef = infra.target
@@ -258,38 +252,24 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *clusterv1.MachineSet
 	return nil
 }
 
-// parallel runs n operations with bounded concurrency and returns the errors.
+// parallel runs n operations, at most createBurst at a time, and returns their errors.
 func parallel(n int, op func(i int) error) []error {
-	sem := make(chan struct{}, createBurst)
+	var g errgroup.Group
+	g.SetLimit(createBurst)
 	var mu sync.Mutex
 	var errs []error
-	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			if err := op(i); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every error is in errs
 	return errs
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 // summarise lists up to five names.

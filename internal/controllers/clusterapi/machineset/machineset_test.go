@@ -108,7 +108,9 @@ func testScaleUp(t *testing.T) {
 		}
 	}
 	got := waitStatus(t, e, ms, "2 ready", func(ms *clusterv1.MachineSet) bool { return counts(ms, 2, 2, 2, 2) })
-	if !slices.Contains(got.Finalizers, clusterv1.MachineSetFinalizer) || got.Status.Selector != "set=ms-basic" {
+	// Admission adds the cluster-name label to a new MachineSet's selector, as upstream does.
+	wantSelector := clusterv1.ClusterNameLabel + "=" + ct.Cluster + ",set=ms-basic"
+	if !slices.Contains(got.Finalizers, clusterv1.MachineSetFinalizer) || got.Status.Selector != wantSelector {
 		t.Errorf("finalizers %v selector %q", got.Finalizers, got.Status.Selector)
 	}
 	for tp, want := range map[string]string{clusterv1.MachineSetScalingUpCondition: "False", clusterv1.MachineSetScalingDownCondition: "False",
@@ -124,7 +126,7 @@ func testScaleUp(t *testing.T) {
 	if err := e.Client.SubResource("scale").Get(ctx, got, scale); err != nil {
 		t.Fatal(err)
 	}
-	if scale.Spec.Replicas != 2 || scale.Status.Replicas != 2 || scale.Status.Selector != "set=ms-basic" {
+	if scale.Spec.Replicas != 2 || scale.Status.Replicas != 2 || scale.Status.Selector != wantSelector {
 		t.Errorf("scale %+v", scale)
 	}
 	scale = &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 3}}

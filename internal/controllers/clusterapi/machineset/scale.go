@@ -13,6 +13,8 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // scale creates or deletes Machines so that the Machines not being deleted number
@@ -152,11 +154,11 @@ func (r *Reconciler) remediate(ctx context.Context, ms *clusterv1.MachineSet, ma
 		m = m.DeepCopy()
 		machines[i] = m
 		if c.Reason != clusterv1.MachineSetMachineRemediationMachineDeletingReason {
-			base := m.DeepCopy()
-			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition,
-				Status: metav1.ConditionFalse, Reason: clusterv1.MachineSetMachineRemediationMachineDeletingReason,
-				Message: "Machine deletionTimestamp set by MachineSet " + ms.Name + " to remediate it", ObservedGeneration: m.Generation})
-			if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			if _, err := patch.LockedStatus(ctx, r.Client, m, func() bool {
+				return meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition,
+					Status: metav1.ConditionFalse, Reason: clusterv1.MachineSetMachineRemediationMachineDeletingReason,
+					Message: "Machine deletionTimestamp set by MachineSet " + ms.Name + " to remediate it", ObservedGeneration: m.Generation})
+			}); err != nil {
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("marking Machine %s for remediation: %w", m.Name, err))
 				}

@@ -1,7 +1,9 @@
 // Package machine is the Machine API Machine controller: it drives a machine.openshift.io
 // Machine through Provisioning → Provisioned → Running and, on deletion, through its
 // lifecycle hooks, the drain, the instance's deletion and the Node's, by calling an Actuator.
-// Any infrastructure provider plugs in by implementing Actuator.
+// The Machine whose Node runs the manager itself is not drained or deleted without an
+// explicit override (protect.go). Any infrastructure provider plugs in by implementing
+// Actuator.
 package machine
 
 import (
@@ -66,10 +68,12 @@ func InvalidConfiguration(format string, args ...any) error {
 
 func asRequeue(err error) (*RequeueAfterError, bool) {
 	var r *RequeueAfterError
-	return r, errors.As(err, &r)
+	ok := errors.As(err, &r)
+	return r, ok
 }
 
 func asTerminal(err error) (*TerminalError, bool) {
 	var t *TerminalError
-	return t, errors.As(err, &t)
+	ok := errors.As(err, &t)
+	return t, ok
 }

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -60,6 +59,12 @@ type Reconciler struct {
 	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
 	// kinds are left alone (another platform's controller runs them). Empty means every kind.
 	ProviderSpecKinds []string
+	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
+	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
+	SyncNamespace string
+	// NodeName is the Node this manager runs on (NodeNameEnv): its Machine is not drained or
+	// deleted without AllowManagerNodeDeletionAnnotation. Empty turns the protection off.
+	NodeName string
 }
 
 // handles reports whether the Machine is of a platform this controller's Actuator serves.
@@ -105,11 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(m, r.Client)
-	var patchOpts []patch.Option
-	// A closure, so options added below (SkipStatus) reach Finish.
-	defer func() { helper.Finish(ctx, m, &res, &retErr, patchOpts...) }()
+	defer helper.Finish(ctx, m, &res, &retErr)
 
-	decision, _, err := gate.MachineAPI(m)
+	decision, _, err := gate.MachineAPI(m, r.SyncNamespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -121,11 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.reconcileDelete(ctx, m)
 	}
 	// The finalizer must be stored before any cloud call, so an instance never outlives
-	// a Machine deleted in between. Storing it brings the Machine back through its watch;
-	// the status the gate computed is written then, together with the provisioning results.
-	if controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer) {
-		patchOpts = append(patchOpts, patch.SkipStatus)
-		return ctrl.Result{}, nil
+	// a Machine deleted in between; the status the gate computed is written at the end of
+	// the pass, together with the provisioning results.
+	if _, err := helper.EnsureFinalizer(ctx, m, machinev1beta1.MachineFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, m)
 }

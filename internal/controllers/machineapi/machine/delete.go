@@ -33,6 +33,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *machinev1beta1.Mach
 	}
 	r.setPhase(m, machinev1beta1.PhaseDeleting)
 
+	// Step 0: the Machine whose Node runs this manager waits for the override annotation
+	// (or for the manager to move).
+	if held, err := r.protectsManager(ctx, m); err != nil || held {
+		if held {
+			r.holdForManager(m)
+		}
+		return ctrl.Result{}, err
+	}
+
 	// Step 1: pre-drain hooks hold the drain.
 	if hooks := m.Spec.LifecycleHooks.PreDrain; len(hooks) > 0 {
 		setCondition(m, machinev1beta1.MachineDrainable, corev1.ConditionFalse, HookPresentReason,

@@ -9,6 +9,8 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -19,6 +21,8 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -33,6 +37,8 @@ import (
 const (
 	TooManyUnhealthyReason = "TooManyUnhealthy"
 	RemediationAllowed     = "RemediationAllowed"
+	// RemediationPausedReason: the check has the cluster.x-k8s.io/paused annotation.
+	RemediationPausedReason = "RemediationPaused"
 )
 
 // Reconciler reconciles machine.openshift.io MachineHealthChecks.
@@ -109,7 +115,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	helper := patch.NewHelper(mhc, r.Client)
 	defer helper.Finish(ctx, mhc, &res, &retErr)
-	if d, _, err := gate.MachineAPI(mhc); err != nil || d.Paused {
+	// A MachineHealthCheck's authority is never undecided: no sync namespace to wait for.
+	if d, _, err := gate.MachineAPI(mhc, ""); err != nil || d.Paused {
 		return ctrl.Result{}, err
 	}
 	if !mhc.DeletionTimestamp.IsZero() {
@@ -120,58 +127,115 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := time.Now()
-	var unhealthy []target
-	var next time.Duration
-	for i := range targets {
-		t := &targets[i]
-		t.evaluate(mhc, now)
-		if t.unhealthy {
-			unhealthy = append(unhealthy, *t)
-		} else if t.nextCheck > 0 && (next == 0 || t.nextCheck < next) {
-			next = t.nextCheck
-		}
-	}
-
-	expected, healthy := len(targets), len(targets)-len(unhealthy)
-	maxUnhealthy, err := intstr.GetScaledValueFromIntOrPercent(mhc.Spec.MaxUnhealthy, expected, false)
-	if mhc.Spec.MaxUnhealthy == nil {
-		maxUnhealthy, err = expected, nil
-	}
+	v, err := assess(mhc, targets, time.Now())
 	if err != nil {
 		setCond(mhc, corev1.ConditionFalse, "InvalidMaxUnhealthy", "spec.maxUnhealthy: "+err.Error())
 		return ctrl.Result{}, nil
 	}
-	mhc.Status.ExpectedMachines = &expected
-	mhc.Status.CurrentHealthy = &healthy
-	mhc.Status.RemediationsAllowed = int32(max(0, maxUnhealthy-len(unhealthy)))
-
-	var errs []error
-	if len(unhealthy) > maxUnhealthy {
-		msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are unhealthy, more than spec.maxUnhealthy %s allows",
-			len(unhealthy), expected, maxUnhealthyString(mhc))
-		if setCond(mhc, corev1.ConditionFalse, TooManyUnhealthyReason, msg) {
-			r.event(mhc, corev1.EventTypeWarning, TooManyUnhealthyReason, "%s", msg)
+	v.writeStatus(mhc)
+	switch {
+	case gate.HasPausedAnnotation(mhc):
+		r.reportCond(mhc, corev1.EventTypeNormal, RemediationPausedReason,
+			"Remediation is paused: the MachineHealthCheck has the "+clusterv1.PausedAnnotation+" annotation")
+		return ctrl.Result{}, nil
+	case !v.allowed:
+		// Nothing is remediated; requests of Machines that recovered still go.
+		r.reportCond(mhc, corev1.EventTypeWarning, TooManyUnhealthyReason, v.shortCircuitMessage(mhc))
+		if err := r.forgetRemediations(ctx, mhc, targets); err != nil {
+			return ctrl.Result{}, err
 		}
-	} else {
-		setCond(mhc, corev1.ConditionTrue, "", "")
-		for _, t := range unhealthy {
-			if err := r.remediate(ctx, mhc, t); err != nil {
-				errs = append(errs, err)
-			}
+		return ctrl.Result{RequeueAfter: v.next}, nil
+	}
+	setCond(mhc, corev1.ConditionTrue, "", "")
+	var errs []error
+	for _, t := range v.unhealthy {
+		if err := r.remediate(ctx, mhc, *t); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	for _, t := range targets {
-		if !t.unhealthy {
-			if err := r.forgetRemediation(ctx, mhc, t.machine); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	if err := r.forgetRemediations(ctx, mhc, targets); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return ctrl.Result{RequeueAfter: v.next}, nil
+}
+
+// verdict is what one pass concluded about a check's targets.
+type verdict struct {
+	expected, healthy int
+	// unhealthy failed a check past its timeout: they are what remediation acts on.
+	unhealthy []*target
+	// maxUnhealthy is spec.maxUnhealthy scaled to the targets.
+	maxUnhealthy int
+	// allowed: the targets that are not healthy — unhealthy, or failing a check whose timeout
+	// has not passed yet, or still without a Node — are within maxUnhealthy.
+	allowed bool
+	// next is when a target may turn unhealthy if nothing changes (0: no such target).
+	next time.Duration
+}
+
+// assess evaluates every target and counts them the way upstream health checks do: a target
+// is healthy only when it has a Node and fails no check, not even one whose timeout is still
+// running, so an outage that takes Nodes down one after another stops remediation before
+// the timeouts make the Machines eligible for it.
+func assess(mhc *machinev1beta1.MachineHealthCheck, targets []target, now time.Time) (verdict, error) {
+	v := verdict{expected: len(targets)}
+	for i := range targets {
+		t := &targets[i]
+		t.evaluate(mhc, now)
+		switch {
+		case t.unhealthy:
+			v.unhealthy = append(v.unhealthy, t)
+		case t.nextCheck > 0:
+			if v.next == 0 || t.nextCheck < v.next {
+				v.next = t.nextCheck
+			}
+		case t.node != nil:
+			v.healthy++
+		}
+	}
+	v.maxUnhealthy = v.expected
+	if mhc.Spec.MaxUnhealthy != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(mhc.Spec.MaxUnhealthy, v.expected, false)
+		if err != nil {
+			return v, err
+		}
+		v.maxUnhealthy = n
+	}
+	v.allowed = v.expected-v.healthy <= v.maxUnhealthy
+	return v, nil
+}
+
+func (v *verdict) writeStatus(mhc *machinev1beta1.MachineHealthCheck) {
+	mhc.Status.ExpectedMachines = ptr.To(v.expected)
+	mhc.Status.CurrentHealthy = ptr.To(v.healthy)
+	mhc.Status.RemediationsAllowed = int32(max(0, v.maxUnhealthy-(v.expected-v.healthy)))
+}
+
+// shortCircuitMessage says why nothing is remediated and which Machines are past their
+// timeout (and would be remediated once enough of the others recover).
+func (v *verdict) shortCircuitMessage(mhc *machinev1beta1.MachineHealthCheck) string {
+	msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are not healthy, more than spec.maxUnhealthy %s allows",
+		v.expected-v.healthy, v.expected, maxUnhealthyString(mhc))
+	if len(v.unhealthy) > 0 {
+		names := make([]string, len(v.unhealthy))
+		for i, t := range v.unhealthy {
+			names[i] = t.machine.Name
+		}
+		sort.Strings(names)
+		msg += "; unhealthy and waiting for remediation: " + strings.Join(names, ", ")
+	}
+	return msg
+}
+
+// reportCond sets RemediationAllowed=False with the reason, and sends an event when that
+// changed the condition.
+func (r *Reconciler) reportCond(mhc *machinev1beta1.MachineHealthCheck, typ, reason, msg string) {
+	if setCond(mhc, corev1.ConditionFalse, reason, msg) {
+		r.event(mhc, typ, reason, "%s", msg)
+	}
 }
 
 func setCond(mhc *machinev1beta1.MachineHealthCheck, s corev1.ConditionStatus, reason, msg string) bool {

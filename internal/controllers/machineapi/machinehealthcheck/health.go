@@ -82,7 +82,14 @@ func (t *target) evaluate(mhc *machinev1beta1.MachineHealthCheck, now time.Time)
 		if timeout == 0 {
 			return // startup checks disabled
 		}
-		if left := m.CreationTimestamp.Add(timeout).Sub(now); left > 0 {
+		// Counted from the Machine's last change of phase (status.lastUpdated), as the
+		// Machine API's own health check does, so a Machine that only just got its
+		// instance after a long wait for capacity is not replaced at once.
+		start := m.CreationTimestamp.Time
+		if m.Status.LastUpdated != nil && m.Status.LastUpdated.After(start) {
+			start = m.Status.LastUpdated.Time
+		}
+		if left := start.Add(timeout).Sub(now); left > 0 {
 			t.nextCheck = left
 			return
 		}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -73,25 +75,42 @@ func (r *Reconciler) requestExternal(ctx context.Context, mhc *machinev1beta1.Ma
 	return nil
 }
 
-// forgetRemediation removes the external remediation request of a Machine that is healthy.
-func (r *Reconciler) forgetRemediation(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine) error {
+// forgetRemediations removes the external remediation requests of targets that are no
+// longer unhealthy. It lists the requests in the namespace once and deletes only those that
+// exist and belong to such a Machine, rather than sending a DELETE for every healthy Machine.
+func (r *Reconciler) forgetRemediations(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target) error {
 	ref := mhc.Spec.RemediationTemplate
 	if ref == nil {
 		return nil
 	}
-	req := &unstructured.Unstructured{}
-	req.SetAPIVersion(ref.APIVersion)
-	req.SetKind(strings.TrimSuffix(ref.Kind, "Template"))
-	req.SetNamespace(m.Namespace)
-	req.SetName(m.Name)
-	if err := r.Client.Delete(ctx, req); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("removing %s of healthy Machine %s: %w", req.GetKind(), m.Name, err)
+	kind := strings.TrimSuffix(ref.Kind, "Template")
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(ref.APIVersion)
+	list.SetKind(kind + "List")
+	if err := r.Client.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
+		return fmt.Errorf("listing %s requests: %w", kind, err)
 	}
-	r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s", m.Name, req.GetKind(), m.Name)
-	return nil
+	recovered := map[types.UID]*machinev1beta1.Machine{}
+	for _, t := range targets {
+		if !t.unhealthy {
+			recovered[t.machine.UID] = t.machine
+		}
+	}
+	var errs []error
+	for i := range list.Items {
+		req := &list.Items[i]
+		owner := metav1.GetControllerOf(req)
+		if owner == nil || owner.Kind != "Machine" || recovered[owner.UID] == nil || !req.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, req); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing %s of healthy Machine %s: %w", kind, owner.Name, err))
+			continue
+		}
+		r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s",
+			owner.Name, kind, req.GetName())
+	}
+	return kerrors.NewAggregate(errs)
 }
 
 func cut(key string) (string, string, bool) {

@@ -33,7 +33,10 @@ const DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	expect   *expectations
+	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
+	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
+	SyncNamespace string
+	expect        *expectations
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -149,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(ms, r.Client)
 	defer helper.Finish(ctx, ms, &res, &retErr)
 
-	decision, _, err := gate.MachineAPI(ms)
+	decision, _, err := gate.MachineAPI(ms, r.SyncNamespace)
 	if err != nil || decision.Paused {
 		return ctrl.Result{}, err
 	}

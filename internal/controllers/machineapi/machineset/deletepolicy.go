@@ -15,10 +15,16 @@ const (
 	OldestDeletePolicy = "Oldest"
 )
 
-// priority ranks how strongly a Machine should go first: marked for deletion, then failed,
-// then without a Node (it serves no workload yet), then everything else.
+// LegacyDeleteMachineAnnotation is the older name of DeleteMachineAnnotation, still honoured.
+const LegacyDeleteMachineAnnotation = "machine.openshift.io/cluster-api-delete-machine"
+
+// priority ranks how strongly a Machine should go first: marked for deletion (under either
+// annotation), then failed, then without a Node (it serves no workload yet), then
+// everything else.
 func priority(m *machinev1beta1.Machine) int {
-	if _, ok := m.Annotations[DeleteMachineAnnotation]; ok {
+	_, marked := m.Annotations[DeleteMachineAnnotation]
+	_, legacy := m.Annotations[LegacyDeleteMachineAnnotation]
+	if marked || legacy {
 		return 3
 	}
 	if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseFailed || m.Status.ErrorReason != nil {

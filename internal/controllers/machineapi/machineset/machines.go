@@ -3,10 +3,12 @@ package machineset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // createBurst bounds how many Machines one reconcile creates or deletes in parallel.
@@ -65,9 +69,10 @@ func (r *Reconciler) ownedMachines(ctx context.Context, ms *machinev1beta1.Machi
 }
 
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, m *machinev1beta1.Machine) error {
-	base := m.DeepCopy()
-	m.OwnerReferences = append(m.OwnerReferences, *ownerRef(ms))
-	if err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.Locked(ctx, r.Client, m, func() bool {
+		m.OwnerReferences = append(m.OwnerReferences, *ownerRef(ms))
+		return true
+	}); err != nil {
 		return err
 	}
 	r.event(ms, corev1.EventTypeNormal, "Adopted", "Adopted orphan Machine %s", m.Name)
@@ -126,8 +131,8 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            machineName(ms.Name),
 			Namespace:       ms.Namespace,
-			Labels:          copyMap(t.ObjectMeta.Labels),
-			Annotations:     copyMap(t.ObjectMeta.Annotations),
+			Labels:          maps.Clone(t.ObjectMeta.Labels),
+			Annotations:     maps.Clone(t.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*ownerRef(ms)},
 		},
 		Spec: *t.Spec.DeepCopy(),
@@ -143,40 +148,23 @@ func machineName(set string) string {
 	return set + "-" + utilrand.String(5)
 }
 
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
-}
-
-// parallel runs n operations with bounded concurrency, calling onFail for each failure.
+// parallel runs n operations, at most createBurst at a time, calling onFail for each failure.
 func parallel(n int, op func(i int) error, onFail func()) error {
-	sem := make(chan struct{}, createBurst)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(createBurst)
+	var failed atomic.Int32
 	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := op(i); err != nil {
+		g.Go(func() error {
+			err := op(i)
+			if err != nil {
 				onFail()
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+				failed.Add(1)
 			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d failed, first: %w", len(errs), n, errs[0])
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("%d of %d failed, first: %w", failed.Load(), n, err)
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 // Package nodelink links Nodes to Machine API Machines: it finds a Node's Machine by provider
 // ID (falling back to an internal IP), records the Node in the Machine's status.nodeRef,
-// annotates the Node with its Machine, and applies the Machine's spec.metadata.labels and
-// spec.taints to the Node.
+// annotates the Node with its Machine, and applies the Machine's spec.metadata.labels,
+// spec.metadata.annotations and spec.taints to the Node (a taint whose key and effect the
+// Node already has is left as the Node has it).
 package nodelink
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // Cache index names.
@@ -39,6 +43,9 @@ type Reconciler struct {
 	// writes the same Machine moments earlier, and a write from a stale copy would only
 	// bounce off the optimistic lock.
 	APIReader client.Reader
+	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
+	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
+	SyncNamespace string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
@@ -109,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The Machine's authority decides who links its Node: the Cluster API Machine
 	// controller does when Cluster API owns it.
-	if d, _, err := gate.MachineAPI(m.DeepCopy()); err != nil || d.Paused {
+	if d, _, err := gate.MachineAPI(m.DeepCopy(), r.SyncNamespace); err != nil || d.Paused {
 		return ctrl.Result{}, err
 	}
 	if err := r.updateNode(ctx, node, m); err != nil {
@@ -121,16 +128,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
 		}
-		base := m.DeepCopy()
-		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
-		// A provisioned Machine with a Node is Running by definition; saying so in the same
-		// write spares the Machine controller a second one.
-		if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseProvisioned {
-			m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
-			now := metav1.Now()
-			m.Status.LastUpdated = &now
-		}
-		if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if _, err := patch.LockedStatus(ctx, r.Client, m, func() bool {
+			m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
+			// A provisioned Machine with a Node is Running by definition; saying so in the
+			// same write spares the Machine controller a second one.
+			if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseProvisioned {
+				m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
+				now := metav1.Now()
+				m.Status.LastUpdated = &now
+			}
+			return true
+		}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("setting nodeRef of Machine %s/%s: %w", m.Namespace, m.Name, err)
 		}
 		log.FromContext(ctx).V(1).Info("linked", "machine", m.Namespace+"/"+m.Name)
@@ -160,46 +168,55 @@ func (r *Reconciler) machineFor(ctx context.Context, node *corev1.Node) (*machin
 	return nil, nil
 }
 
-// updateNode annotates the Node with its Machine and applies the Machine's labels and taints.
-// Labels and taints the Machine no longer lists are left alone: others may own them.
+// updateNode annotates the Node with its Machine and applies the Machine's labels,
+// annotations and taints. Those the Machine no longer lists are left alone: others may own
+// them.
 func (r *Reconciler) updateNode(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) error {
-	base := node.DeepCopy()
-	changed := false
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
+	_, err := patch.Locked(ctx, r.Client, node, func() bool { return applyMachine(node, m) })
+	return err
+}
+
+// applyMachine sets the Node's Machine annotation and adds the Machine's labels,
+// annotations and taints to it, reporting whether anything changed.
+func applyMachine(node *corev1.Node, m *machinev1beta1.Machine) bool {
+	changed := copyInto(&node.Labels, m.Spec.ObjectMeta.Labels)
+	// The Node's Machine annotation is NodeLink's own: the Machine cannot name another.
+	annotations := maps.Clone(m.Spec.ObjectMeta.Annotations)
+	delete(annotations, machine.NodeMachineAnnotation)
+	if copyInto(&node.Annotations, annotations) {
+		changed = true
 	}
 	if want := m.Namespace + "/" + m.Name; node.Annotations[machine.NodeMachineAnnotation] != want {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
 		node.Annotations[machine.NodeMachineAnnotation] = want
 		changed = true
 	}
-	for k, v := range m.Spec.ObjectMeta.Labels {
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		if old, ok := node.Labels[k]; !ok || old != v {
-			node.Labels[k] = v
-			changed = true
-		}
-	}
 	for _, t := range m.Spec.Taints {
-		if !hasTaint(node.Spec.Taints, t) {
+		// A Node has at most one taint per key and effect (the apiserver refuses a second):
+		// one already there, whatever its value, is left as it is.
+		if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect }) {
 			node.Spec.Taints = append(node.Spec.Taints, t)
 			changed = true
 		}
 	}
-	if !changed {
-		return nil
-	}
-	return r.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return changed
 }
 
-func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
-	for _, x := range taints {
-		if x.Key == t.Key && x.Effect == t.Effect && x.Value == t.Value {
-			return true
+// copyInto sets every key of from in *to, reporting whether that changed anything.
+func copyInto(to *map[string]string, from map[string]string) bool {
+	changed := false
+	for k, v := range from {
+		if *to == nil {
+			*to = map[string]string{}
+		}
+		if old, ok := (*to)[k]; !ok || old != v {
+			(*to)[k] = v
+			changed = true
 		}
 	}
-	return false
+	return changed
 }
 
 func nonEmpty(s string) []string {

@@ -74,6 +74,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Resync is how often a MachineSet is reconciled without an event (DefaultResync when 0).
 	Resync time.Duration
+	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
+	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
+	SyncNamespace string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -106,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// The gate works on a copy: the MachineSet controller owns status.authoritativeAPI and
 	// the Paused condition; this controller only needs the decision.
-	d, _, err := gate.MachineAPI(ms.DeepCopy())
+	d, _, err := gate.MachineAPI(ms.DeepCopy(), r.SyncNamespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

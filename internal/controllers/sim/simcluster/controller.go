@@ -105,8 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		setReady(sc, metav1.ConditionFalse, WaitingForClusterOwnerReason, "waiting for a Cluster to own this SimCluster")
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(sc, infrav1.SimClusterFinalizer) {
-		return ctrl.Result{}, nil
+	if _, err := helper.EnsureFinalizer(ctx, sc, infrav1.SimClusterFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, sc, cluster)
 }

@@ -9,7 +9,6 @@ package simmachine
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -99,17 +97,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, sm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	p := &pass{helper: patch.NewHelper(sm, r.Client)}
-	defer func() {
-		if p.conflict {
-			// Storing the finalizer met a newer copy: this pass's results are stale.
-			res, retErr = ctrl.Result{Requeue: true}, nil
-			return
-		}
-		// The status is computed for the spec this pass writes (spec.providerID): it is
-		// stored with the generation that write produces, in the same status patch.
-		p.helper.Finish(ctx, sm, &res, &retErr, patch.OwnSpecChange)
-	}()
+	helper := patch.NewHelper(sm, r.Client)
+	// The status is computed for the spec this pass writes (spec.providerID): it is stored
+	// with the generation that write produces, in the same status patch.
+	defer helper.Finish(ctx, sm, &res, &retErr, patch.OwnSpecChange)
 
 	machine, err := r.ownerMachine(ctx, sm)
 	if err != nil {
@@ -136,39 +127,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if cluster == nil {
 		return ctrl.Result{}, nil
 	}
-	// The finalizer must be stored before an instance is launched, so that no instance
-	// outlives a SimMachine deleted in between: the launch calls finalizerStored first. Until
-	// then it travels with the pass's other writes.
-	p.storeFinalizer = controllerutil.AddFinalizer(sm, infrav1.SimMachineFinalizer)
-	return r.reconcileNormal(ctx, sm, machine, cluster, p)
-}
-
-// pass is what one reconcile of a SimMachine carries besides the object.
-type pass struct {
-	helper *patch.Helper
-	// storeFinalizer: the finalizer was added by this pass and is not stored yet.
-	storeFinalizer bool
-	// conflict: storing the finalizer failed on a stale copy; nothing more is written.
-	conflict bool
-}
-
-// finalizerStored makes sure the finalizer is stored, with the metadata and spec this pass
-// changed so far (the status waits for the end of the pass). It returns false when the pass
-// must stop: on a conflict, quietly (the newer copy brings the SimMachine back), else with
-// the error.
-func (p *pass) finalizerStored(ctx context.Context, sm *infrav1.SimMachine) (bool, error) {
-	if !p.storeFinalizer {
-		return true, nil
+	// The finalizer is stored before an instance is launched, so that no instance outlives a
+	// SimMachine deleted in between.
+	if _, err := helper.EnsureFinalizer(ctx, sm, infrav1.SimMachineFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := p.helper.Patch(ctx, sm, patch.SkipStatus); err != nil {
-		if apierrors.IsConflict(err) {
-			p.conflict = true
-			return false, nil
-		}
-		return false, fmt.Errorf("storing the finalizer: %w", err)
-	}
-	p.storeFinalizer = false
-	return true, nil
+	return r.reconcileNormal(ctx, sm, machine, cluster)
 }
 
 // ownerMachine returns the Machine owning sm; nil when there is no such owner (or it is gone).

@@ -37,7 +37,7 @@ const (
 const bootstrapDataKey = "value"
 
 // reconcileNormal makes the instance exist and reports it.
-func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster, p *pass) (ctrl.Result, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	if !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) {
 		setReady(sm, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
 			fmt.Sprintf("waiting for Cluster %s's infrastructure to be provisioned", cluster.Name))
@@ -116,9 +116,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine
 	tags[TagMachine] = m.Namespace + "/" + m.Name
 	tags[TagCluster] = cluster.Namespace + "/" + cluster.Name
 	tags[TagAPI] = clusterv1.GroupVersion.Group
-	if ok, err := p.finalizerStored(ctx, sm); !ok {
-		return ctrl.Result{}, err
-	}
 	resp, err := r.Cloud.RunInstances(ctx, api.RunInstancesRequest{
 		ClientToken: string(sm.UID), Region: region, Zone: zone, InstanceType: sm.Spec.InstanceType,
 		Image: sm.Spec.Image, UserData: userData, Tags: tags, NetworkID: network,

@@ -37,7 +37,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -176,8 +175,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", mp.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	if controllerutil.AddFinalizer(smp, infrav1.SimMachinePoolFinalizer) {
-		return ctrl.Result{}, nil
+	if _, err := helper.EnsureFinalizer(ctx, smp, infrav1.SimMachinePoolFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, smp, mp, cluster)
 }

@@ -12,12 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/machinepool"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // replica is one group member with its SimMachine and Machine (either may be nil yet).
@@ -329,7 +330,7 @@ func (r *Reconciler) createSimMachine(ctx context.Context, smp *infrav1.SimMachi
 			Name: smp.Name + "-" + in.InstanceID, Namespace: smp.Namespace,
 			Labels: map[string]string{
 				clusterv1.ClusterNameLabel:     mp.Spec.ClusterName,
-				clusterv1.MachinePoolNameLabel: machinepool.LabelValue(mp.Name),
+				clusterv1.MachinePoolNameLabel: format.MustFormatValue(mp.Name),
 				PoolLabel:                      smp.Name,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachinePool",
@@ -364,12 +365,12 @@ func (r *Reconciler) releaseSimMachine(ctx context.Context, smp *infrav1.SimMach
 			refs = append(refs, ref)
 		}
 	}
-	if len(refs) == len(sm.OwnerReferences) {
-		return nil
-	}
-	before := sm.DeepCopy()
-	sm.OwnerReferences = refs
-	return client.IgnoreNotFound(r.Client.Patch(ctx, sm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	_, err := patch.Locked(ctx, r.Client, sm, func() bool {
+		changed := len(refs) != len(sm.OwnerReferences)
+		sm.OwnerReferences = refs
+		return changed
+	})
+	return client.IgnoreNotFound(err)
 }
 
 // syncScaleOnlyLabel marks (or unmarks) a Machine whose deletion the admission policy refuses.
@@ -378,16 +379,18 @@ func (r *Reconciler) syncScaleOnlyLabel(ctx context.Context, m *clusterv1.Machin
 	if has == want || !m.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	before := m.DeepCopy()
-	if want {
-		if m.Labels == nil {
-			m.Labels = map[string]string{}
+	_, err := patch.Locked(ctx, r.Client, m, func() bool {
+		if want {
+			if m.Labels == nil {
+				m.Labels = map[string]string{}
+			}
+			m.Labels[ScaleOnlyLabel] = "true"
+		} else {
+			delete(m.Labels, ScaleOnlyLabel)
 		}
-		m.Labels[ScaleOnlyLabel] = "true"
-	} else {
-		delete(m.Labels, ScaleOnlyLabel)
-	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+		return true
+	})
+	return client.IgnoreNotFound(err)
 }
 
 // deleteMachine deletes a Machine of the pool. With hook, the Machine carries the pool's
@@ -401,19 +404,20 @@ func (r *Reconciler) deleteMachine(ctx context.Context, m *clusterv1.Machine, ho
 		}
 		return nil
 	}
-	before := m.DeepCopy()
-	delete(m.Labels, ScaleOnlyLabel)
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	if hook {
-		m.Annotations[HookAnnotation] = HookOwner
-	} else {
-		delete(m.Annotations, HookAnnotation)
-		m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation] = "instance gone"
-		m.Annotations[clusterv1.ExcludeWaitForNodeVolumeDetachAnnotation] = "instance gone"
-	}
-	if err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.Locked(ctx, r.Client, m, func() bool {
+		delete(m.Labels, ScaleOnlyLabel)
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		if hook {
+			m.Annotations[HookAnnotation] = HookOwner
+		} else {
+			delete(m.Annotations, HookAnnotation)
+			m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation] = "instance gone"
+			m.Annotations[clusterv1.ExcludeWaitForNodeVolumeDetachAnnotation] = "instance gone"
+		}
+		return true
+	}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil {
@@ -428,6 +432,8 @@ func (r *Reconciler) releaseHook(ctx context.Context, m *clusterv1.Machine) erro
 	if _, ok := m.Annotations[HookAnnotation]; !ok {
 		return nil
 	}
+	// Without a lock: removing one annotation is right whatever else changed, and the
+	// Machine's own controller writes to a Machine being deleted all the time.
 	before := m.DeepCopy()
 	delete(m.Annotations, HookAnnotation)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, m, client.MergeFrom(before)))

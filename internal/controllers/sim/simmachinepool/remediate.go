@@ -11,9 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
-// RemediationInstanceUnhealthyReason: a ScaleOnly pool remediates by marking the instance
+// RemediationInstanceUnhealthyReason means a ScaleOnly pool remediates by marking the instance
 // Unhealthy in its group, which replaces it.
 const RemediationInstanceUnhealthyReason = "InstanceMarkedUnhealthy"
 
@@ -28,20 +29,19 @@ func needsRemediation(m *clusterv1.Machine) bool {
 // cannot lose one instance on request, so the instance is marked Unhealthy and the group
 // replaces it; the dangling Machine goes with it.
 func (r *Reconciler) remediate(ctx context.Context, m *clusterv1.Machine, in api.GroupInstance, scaleOnly bool) error {
-	base := m.DeepCopy()
+	cond := metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse,
+		Reason: clusterv1.MachineSetMachineRemediationMachineDeletingReason, ObservedGeneration: m.Generation,
+		Message: "the Machine is deleted; the scaling group replaces its instance"}
 	if scaleOnly {
 		if err := r.Cloud.SetInstanceHealth(ctx, in.InstanceID, api.HealthUnhealthy); err != nil && !isNotFound(err) {
 			return err
 		}
-		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition,
-			Status: metav1.ConditionFalse, Reason: RemediationInstanceUnhealthyReason, ObservedGeneration: m.Generation,
-			Message: "instance " + in.InstanceID + " is marked Unhealthy; its scaling group replaces it"})
-	} else {
-		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition,
-			Status: metav1.ConditionFalse, Reason: clusterv1.MachineSetMachineRemediationMachineDeletingReason,
-			ObservedGeneration: m.Generation, Message: "the Machine is deleted; the scaling group replaces its instance"})
+		cond.Reason = RemediationInstanceUnhealthyReason
+		cond.Message = "instance " + in.InstanceID + " is marked Unhealthy; its scaling group replaces it"
 	}
-	if err := r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.LockedStatus(ctx, r.Client, m, func() bool {
+		return meta.SetStatusCondition(&m.Status.Conditions, cond)
+	}); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // seen again on the next pass
 		}

@@ -61,7 +61,7 @@ func ReplicasOwners(entries []metav1.ManagedFieldsEntry) []string {
 		var fields struct {
 			Spec map[string]json.RawMessage `json:"f:spec"`
 		}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			continue
 		}
 		if _, ok := fields.Spec["f:replicas"]; ok {

@@ -121,12 +121,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 	if capi != nil {
 		existing = capi
 	}
-	_, err := patch.LockedStatus(ctx, r.Client, mapi, func() bool {
-		mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
-		mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
-		return true
-	})
-	return err
+	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, existing)
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a

@@ -17,6 +17,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -58,7 +59,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if capi == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 			}
 			return ctrl.Result{}, err
 		}

@@ -127,12 +127,7 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 	if capi != nil {
 		existing = capi
 	}
-	_, err := patch.LockedStatus(ctx, r.Client, mapi, func() bool {
-		mapi.Status.AuthoritativeAPI = synccommon.InitialAuthority(mapi.Spec.AuthoritativeAPI, existing)
-		mapi.Status.SynchronizedAPI = synccommon.SynchronizedAPIOf(mapi.Status.AuthoritativeAPI)
-		return true
-	})
-	return err
+	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, existing)
 }
 
 func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {

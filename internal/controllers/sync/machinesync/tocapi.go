@@ -18,6 +18,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // toCAPI converts the Machine API copy onto the Cluster API side. When the Machine API is
@@ -59,7 +60,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if capi == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 			}
 			return ctrl.Result{}, errorf("creating Cluster API Machine: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -90,6 +91,19 @@ func InitialAuthority(spec machinev1beta1.MachineAuthority, capi client.Object) 
 		}
 	}
 	return machinev1beta1.MachineAuthorityMachineAPI
+}
+
+// DecideAuthority initialises an empty status.authoritativeAPI of a Machine API Machine or
+// MachineSet (status points at its status fields) from its spec and its Cluster API copy
+// (nil when there is none), in one locked status patch.
+func DecideAuthority(ctx context.Context, c client.Client, mapi client.Object, spec machinev1beta1.MachineAuthority,
+	status *machinev1beta1.MachineAuthority, synced *machinev1beta1.SynchronizedAPI, capi client.Object) error {
+	_, err := patch.LockedStatus(ctx, c, mapi, func() bool {
+		*status = InitialAuthority(spec, capi)
+		*synced = SynchronizedAPIOf(*status)
+		return true
+	})
+	return err
 }
 
 // SynchronizedAPIOf is the status.synchronizedAPI value that goes with an authority.

@@ -20,7 +20,7 @@ import (
 // worked from a stale copy and must run again, even if no newer event is on its way.
 func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 	}
 	return res, err
 }

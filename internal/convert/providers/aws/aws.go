@@ -23,7 +23,7 @@ const (
 	// ProviderSpecKind is the kind of the providerSpec value.
 	ProviderSpecKind = "AWSMachineProviderConfig"
 	// DefaultCredentialsSecret is the credentials secret OpenShift's Machine API uses on AWS.
-	DefaultCredentialsSecret = "aws-cloud-credentials"
+	DefaultCredentialsSecret = "aws-cloud-credentials" //nolint:gosec // a Secret's name, not a credential
 	// legacyAPIVersion is the providerSpec apiVersion of older OpenShift releases.
 	legacyAPIVersion = "awsproviderconfig.openshift.io/v1beta1"
 )
@@ -68,12 +68,15 @@ func FromAWSCluster(c *capav1.AWSCluster) (Platform, error) {
 	return New(c.Spec.Region)
 }
 
+// Name is the platform's short name.
 func (Platform) Name() string { return "aws" }
 
+// InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {
 	return capav1.GroupVersion.WithKind("AWSMachine")
 }
 
+// InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
 	return capav1.GroupVersion.WithKind("AWSMachineTemplate")
 }

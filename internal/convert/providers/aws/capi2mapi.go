@@ -68,8 +68,8 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	}
 	ps.CredentialsSecret = &corev1.LocalObjectReference{Name: p.credentialsSecret()}
 	ps.KeyName = copyString(s.SSHKeyName)
-	switch ig := s.Ignition; {
-	case ig == nil:
+	switch ig := s.Ignition; ig {
+	case nil:
 		r.Warn(path.Child("ignition"), "unset: CAPA would treat the user data as cloud-init; the Machine API hands it to the instance unchanged")
 	default:
 		if ig.StorageType != capav1.IgnitionStorageTypeOptionUnencryptedUserData {

@@ -335,7 +335,7 @@ func blockDevicesToCAPA(devs []mapiv1.BlockDeviceMappingSpec, out *capav1.AWSMac
 func ebsToCAPA(e *mapiv1.EBSBlockDeviceSpec, path *field.Path, r *convert.Report) (capav1.Volume, bool) {
 	var v capav1.Volume
 	ok := true
-	if e.DeprecatedDeleteOnTermination != nil {
+	if e.DeprecatedDeleteOnTermination != nil { //nolint:staticcheck // read only to report that it is dropped
 		r.Warn(path.Child("deleteOnTermination"), "dropped: it has no effect in the Machine API, and CAPA deletes volumes with the instance")
 	}
 	switch {

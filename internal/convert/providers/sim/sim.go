@@ -41,12 +41,15 @@ func FromSimCluster(sc *simv1.SimCluster) (Platform, error) {
 	return New(sc.Spec.Region)
 }
 
+// Name is the platform's short name.
 func (Platform) Name() string { return "sim" }
 
+// InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {
 	return simv1.GroupVersion.WithKind("SimMachine")
 }
 
+// InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
 	return simv1.GroupVersion.WithKind("SimMachineTemplate")
 }

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machina-dev/machina/internal/cloud/api"
+	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/demo"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// The identity and field manager of OpenShift's cluster autoscaler, and an ordinary
+// administrator, as the soak's operations act.
+const (
+	soakAutoscalerUser    = "system:serviceaccount:openshift-machine-api:cluster-autoscaler"
+	soakAutoscalerManager = "cluster-autoscaler"
+	soakUser              = "soak-admin"
+	soakRegion            = "sim-east-1"
+	soakMHC               = "soak-workers"
+)
+
+// soakOptions are the command line of `bench soak`.
+type soakOptions struct {
+	Duration time.Duration
+	Machines int
+	Seed     uint64
+	Sets     int
+	// Settle bounds the wait for quiet after the operations stop (and again after the
+	// final scale to 0).
+	Settle time.Duration
+}
+
+// soakMain is `go run ./bench soak`: exit 0 when every invariant held, 1 on a violation.
+func soakMain(args []string) int {
+	fs := flag.NewFlagSet("soak", flag.ExitOnError)
+	o := soakOptions{}
+	fs.DurationVar(&o.Duration, "duration", 10*time.Minute, "how long the random operations run")
+	fs.IntVar(&o.Machines, "machines", 60, "most Machines asked for at once (sum of replicas)")
+	fs.Uint64Var(&o.Seed, "seed", uint64(time.Now().UnixNano()%100000), "random seed (printed; replay with the same one)")
+	fs.IntVar(&o.Sets, "machinesets", 5, "MachineSets (4-6), alternately owned by each API")
+	fs.DurationVar(&o.Settle, "settle", 5*time.Minute, "longest wait for quiet at the end")
+	_ = fs.Parse(args)
+	ctrllog.SetLogger(logr.Discard())
+	if o.Sets < 2 || o.Machines < o.Sets {
+		fmt.Fprintln(os.Stderr, "soak: -machinesets must be at least 2 and -machines at least -machinesets")
+		return 2
+	}
+	rep, err := runSoak(o)
+	if rep != nil {
+		rep.print(os.Stdout, o)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak (seed %d): %v\n", o.Seed, err)
+		return 1
+	}
+	if rep.failed() {
+		return 1
+	}
+	return 0
+}
+
+// soak is one run: the environment, the identities it acts as and its random source.
+type soak struct {
+	o          soakOptions
+	e          *env
+	rnd        *rand.Rand
+	user       client.Client
+	autoscaler client.Client
+	cloud      *cloudclient.Client
+	sets       []string
+	rep        *soakReport
+	check      *checker
+	target     string // what the current operation acts on, for the log
+}
+
+func runSoak(o soakOptions) (*soakReport, error) {
+	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets\n", o.Seed, o.Duration, o.Machines, o.Sets)
+	e, err := startEnv("*")
+	if err != nil {
+		return nil, err
+	}
+	defer e.stop()
+	s := &soak{o: o, e: e, rnd: rand.New(rand.NewPCG(o.Seed, 0x50a4)), rep: newSoakReport()}
+	if err := s.setup(context.Background()); err != nil {
+		return nil, err
+	}
+	s.check = newChecker(s.e, s.rep)
+	ctx, stopCheck := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.check.run(ctx) }()
+	err = s.churn(context.Background())
+	if err == nil {
+		err = s.finish(context.Background())
+	}
+	stopCheck()
+	<-done
+	return s.rep, err
+}
+
+// setup creates the cluster, the MachineSets (alternately Machine API and Cluster API
+// authoritative), a MachineHealthCheck over all of them, the identities and the faults.
+func (s *soak) setup(ctx context.Context) error {
+	kc, err := os.ReadFile(s.e.lab.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	cl := demo.Cluster{Name: "soak", Region: soakRegion, MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
+	if err := demo.EnsureCluster(ctx, s.e.client, cl); err != nil {
+		return err
+	}
+	for i := range s.o.Sets {
+		name := fmt.Sprintf("soak-%d", i)
+		ms := demo.MachineSet(cl, name, []string{"sim-east-1a", "sim-east-1b"}[i%2], 2)
+		if i%2 == 1 {
+			ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		}
+		if err := s.e.client.Create(ctx, ms); err != nil {
+			return fmt.Errorf("creating MachineSet %s: %w", name, err)
+		}
+		s.sets = append(s.sets, name)
+	}
+	mhc := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: soakMHC, Namespace: mapiNS},
+		Spec: machinev1beta1.MachineHealthCheckSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"}},
+			UnhealthyConditions: []machinev1beta1.UnhealthyCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 30 * time.Second}},
+				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Timeout: metav1.Duration{Duration: 30 * time.Second}},
+			},
+			MaxUnhealthy:       ptr.To(intstr.FromString("40%")),
+			NodeStartupTimeout: &metav1.Duration{Duration: 5 * time.Minute},
+		}}
+	if err := s.e.client.Create(ctx, mhc); err != nil {
+		return fmt.Errorf("creating MachineHealthCheck: %w", err)
+	}
+	if s.user, err = s.clientAs(soakUser, "system:masters"); err != nil {
+		return err
+	}
+	if s.autoscaler, err = s.clientAs(soakAutoscalerUser, "system:serviceaccounts", "system:serviceaccounts:openshift-machine-api", "system:masters"); err != nil {
+		return err
+	}
+	s.cloud, err = cloudclient.New(s.e.cloud.URL(), cloudclient.Options{})
+	return err
+}
+
+func (s *soak) clientAs(user string, groups ...string) (client.Client, error) {
+	cfg, err := s.e.lab.UserConfig(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
+}
+
+// faultOps are the cloud calls the controllers make; the soak's faults hit only these.
+var faultOps = []string{api.OpRunInstances, api.OpDescribeInstances, api.OpTerminateInstances}
+
+// setFaults replaces the cloud's faults: 10 % errors, some throttling and a fresh random
+// latency of 500 ms–2 s on a third of the calls.
+func (s *soak) setFaults(ctx context.Context) error {
+	if _, err := s.cloud.ClearFaults(ctx); err != nil {
+		return err
+	}
+	for _, op := range faultOps {
+		for _, f := range []api.Fault{
+			{Kind: api.FaultError, Operation: op, Rate: 0.10, StatusCode: 500},
+			{Kind: api.FaultThrottle, Operation: op, Rate: 0.05, RetryAfterSeconds: 1},
+			{Kind: api.FaultLatency, Operation: op, Rate: 0.3, LatencyMillis: 500 + s.rnd.IntN(1500)},
+		} {
+			if _, err := s.cloud.CreateFault(ctx, f); err != nil {
+				return fmt.Errorf("injecting %s fault on %s: %w", f.Kind, op, err)
+			}
+		}
+	}
+	s.rep.faultSets++
+	return nil
+}
+
+// churn runs random operations until the duration is over, with the manager SIGKILLed and
+// restarted every 20–60 s, the faults re-rolled every 30 s and an instance killed now and then.
+func (s *soak) churn(ctx context.Context) error {
+	start := time.Now()
+	nextKill := start.Add(s.between(20, 60))
+	nextFaults := start
+	nextInstanceKill := start.Add(s.between(20, 60))
+	for time.Since(start) < s.o.Duration {
+		now := time.Now()
+		switch {
+		case now.After(nextKill):
+			if err := s.restartManager(); err != nil {
+				return err
+			}
+			nextKill = now.Add(s.between(20, 60))
+		case now.After(nextFaults):
+			if err := s.setFaults(ctx); err != nil {
+				return err
+			}
+			nextFaults = now.Add(30 * time.Second)
+		case now.After(nextInstanceKill):
+			s.killInstance(ctx)
+			nextInstanceKill = now.Add(s.between(20, 60))
+		default:
+			s.randomOp(ctx)
+		}
+		time.Sleep(time.Duration(300+s.rnd.IntN(1700)) * time.Millisecond)
+	}
+	return nil
+}
+
+func (s *soak) between(lo, hi int) time.Duration {
+	return time.Duration(lo+s.rnd.IntN(hi-lo+1)) * time.Second
+}
+
+// restartManager SIGKILLs the manager child process and starts it again with the same
+// command line (its log is appended to).
+func (s *soak) restartManager() error {
+	old := s.e.mgr
+	if err := old.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing the manager: %w", err)
+	}
+	_ = old.Wait()
+	cmd := exec.Command(old.Path, old.Args[1:]...)
+	cmd.Stdout, cmd.Stderr = old.Stdout, old.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("restarting the manager: %w", err)
+	}
+	s.e.mgr = cmd
+	s.rep.kills++
+	s.check.note("manager SIGKILLed and restarted (pid %d)", cmd.Process.Pid)
+	return nil
+}
+
+// killInstance terminates one random running instance behind the controllers' back.
+func (s *soak) killInstance(ctx context.Context) {
+	var alive []api.Instance
+	for _, i := range s.e.cloud.Instances(soakRegion) {
+		if i.State == api.StateRunning {
+			alive = append(alive, i)
+		}
+	}
+	if len(alive) == 0 {
+		return
+	}
+	victim := alive[s.rnd.IntN(len(alive))]
+	if _, err := s.cloud.KillInstances(ctx, api.KillInstancesRequest{InstanceIDs: []string{victim.InstanceID}}); err != nil {
+		s.check.note("killing instance %s: %v", victim.InstanceID, err)
+		return
+	}
+	s.rep.instancesKilled++
+	s.check.note("instance %s (Machine %s) killed", victim.InstanceID, victim.Tags["machina.dev/machine"])
+}
+
+// scaleBody is the scale subresource request for replicas.
+func scaleBody(ns, name string, replicas int32) client.SubResourceUpdateOption {
+	return client.WithSubResourceBody(&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: autoscalingv1.ScaleSpec{Replicas: replicas}})
+}
+
+// capiPaused says whether a Cluster API object carries the paused annotation.
+func capiPaused(o client.Object) bool {
+	_, ok := o.GetAnnotations()[clusterv1.PausedAnnotation]
+	return ok
+}
+
+// mhcAuthority is a Machine API MachineHealthCheck's requested and current authority.
+func mhcAuthority(m *machinev1beta1.MachineHealthCheck) (spec, status string) {
+	return m.Annotations[gate.MHCAuthoritativeAPIAnnotation], m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
+}
+
+// finish stops the faults and kills, waits for quiet and checks the end state, then scales
+// everything to 0 and checks that nothing is left.
+func (s *soak) finish(ctx context.Context) error {
+	if _, err := s.cloud.ClearFaults(ctx); err != nil {
+		return err
+	}
+	s.check.stopFaults()
+	s.check.note("operations over; faults cleared")
+	if st, err := s.cloud.Stats(ctx); err == nil {
+		for _, op := range st.Operations {
+			s.rep.faultsInjected += op.Injected
+		}
+	}
+	if err := s.check.waitQuiet(ctx, "settled", s.o.Settle, false); err != nil {
+		return err
+	}
+	var err error
+	for range 10 { // the webhook may still be coming up after the last restart
+		if err = s.scaleAllToZero(ctx); err == nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if err != nil {
+		return err
+	}
+	s.check.note("every MachineSet scaled to 0")
+	return s.check.waitQuiet(ctx, "scaled to 0 and settled", s.o.Settle, true)
+}

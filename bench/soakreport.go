@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The soak's invariants, in the order they are reported.
+const (
+	invInstances   = "one instance per Machine pair (no duplicate, no leak, none missing)"
+	invActive      = "at most one active side per pair"
+	invTerminating = "nothing Terminating longer than 60s"
+	invPending     = "no migration pending longer than 120s after faults stop"
+	invSynced      = "every pair ends Synchronized with matching specs"
+)
+
+var invariants = []string{invInstances, invActive, invTerminating, invPending, invSynced}
+
+// violation is one broken invariant, with what is needed to debug it.
+type violation struct {
+	At     time.Duration
+	Detail string
+}
+
+// soakReport collects the counts of a run; the operations loop and the checker both write it.
+type soakReport struct {
+	mu              sync.Mutex
+	start           time.Time
+	ops, refused    map[string]int
+	refusedSample   map[string]string
+	kills           int
+	faultSets       int
+	instancesKilled int
+	faultsInjected  int64
+	observations    int
+	checks          map[string]int
+	violations      map[string][]violation
+}
+
+func newSoakReport() *soakReport {
+	return &soakReport{start: time.Now(), ops: map[string]int{}, refused: map[string]int{}, refusedSample: map[string]string{},
+		checks: map[string]int{}, violations: map[string][]violation{}}
+}
+
+func (r *soakReport) since() time.Duration { return time.Since(r.start).Round(100 * time.Millisecond) }
+
+// op counts an operation and whether the apiserver refused it.
+func (r *soakReport) op(name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops[name]++
+	if err != nil {
+		r.refused[name]++
+		r.refusedSample[name] = err.Error()
+	}
+}
+
+// checked counts n checks of an invariant.
+func (r *soakReport) checked(inv string, n int) {
+	r.mu.Lock()
+	r.checks[inv] += n
+	r.mu.Unlock()
+}
+
+// violate records a violation and prints it at once, so a long run can be followed.
+func (r *soakReport) violate(inv, format string, args ...any) {
+	v := violation{At: r.since(), Detail: fmt.Sprintf(format, args...)}
+	r.mu.Lock()
+	r.violations[inv] = append(r.violations[inv], v)
+	r.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "soak %8s VIOLATION %s: %s\n", v.At, inv, v.Detail)
+}
+
+func (r *soakReport) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.violations) > 0
+}
+
+func (r *soakReport) print(w io.Writer, o soakOptions) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	total, refused := 0, 0
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(r.ops)) {
+		total += r.ops[name]
+		refused += r.refused[name]
+		parts = append(parts, fmt.Sprintf("%s %d/%d refused", name, r.ops[name], r.refused[name]))
+	}
+	fmt.Fprintf(w, "\nsoak seed %d: %s of operations, %s in all, up to %d Machines\n", o.Seed, o.Duration, r.since(), o.Machines)
+	fmt.Fprintf(w, "operations: %d (%d refused by the apiserver): %s\n", total, refused, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "manager SIGKILLs: %d; cloud faults injected: %d (fault sets %d); instances killed: %d\n",
+		r.kills, r.faultsInjected, r.faultSets, r.instancesKilled)
+	for name, sample := range r.refusedSample {
+		fmt.Fprintf(w, "  last refusal of %s: %s\n", name, sample)
+	}
+	bad := 0
+	for _, inv := range invariants {
+		vs := r.violations[inv]
+		bad += len(vs)
+		status := "OK"
+		if len(vs) > 0 {
+			status = "FAIL"
+		}
+		fmt.Fprintf(w, "%-4s %s: %d checks over %d observations, %d violations\n", status, inv, r.checks[inv], r.observations, len(vs))
+		for _, v := range vs {
+			fmt.Fprintf(w, "       %8s %s\n", v.At, v.Detail)
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(w, "%d violations; replay with: go run ./bench soak -seed %d -duration %s -machines %d -machinesets %d\n",
+			bad, o.Seed, o.Duration, o.Machines, o.Sets)
+	}
+}
