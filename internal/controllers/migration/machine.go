@@ -52,8 +52,7 @@ func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile runs one step of a Machine's handover.
 func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &machineSubject{mapi: &machinev1beta1.Machine{}}
-	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil || !s.mapi.DeletionTimestamp.IsZero() {
-		// A resource being deleted has nothing left to hand over.
+	if err := r.client.Get(ctx, req.NamespacedName, s.mapi); err != nil {
 		r.pending.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -65,6 +64,14 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
+	}
+	if !s.mapi.DeletionTimestamp.IsZero() || s.capi != nil && !s.capi.DeletionTimestamp.IsZero() {
+		if s.mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMigrating {
+			return r.settleDeletion(ctx, s)
+		}
+		// A Machine being deleted has nothing left to hand over.
+		r.pending.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	return r.run(ctx, s)
 }

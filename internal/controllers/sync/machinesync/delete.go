@@ -32,6 +32,10 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		return ctrl.Result{}, nil
 	}
 	authority := mapi.Status.AuthoritativeAPI
+	if authority == machinev1beta1.MachineAuthorityMigrating {
+		// The migration controller first settles which side carries the deletion out.
+		return ctrl.Result{RequeueAfter: deletionPoll}, nil
+	}
 	owned, err := r.ownerAlive(ctx, mapi)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -1,0 +1,97 @@
+package migration_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// TestDeleteWhileMigrating deletes a Machine while its handover is held at a step, in both
+// directions: the deletion completes — the Machine API copy goes, nothing stays Terminating —
+// and the instance is either terminated (the Cluster API copy went too) or kept by a Cluster
+// API copy that carries on alone, unpaused; no instance is launched.
+func TestDeleteWhileMigrating(t *testing.T) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	e.SeedCluster("lab")
+	for _, tc := range []struct {
+		to   machinev1beta1.MachineAuthority
+		step int
+	}{
+		{machinev1beta1.MachineAuthorityClusterAPI, 1}, {machinev1beta1.MachineAuthorityClusterAPI, 3},
+		{machinev1beta1.MachineAuthorityClusterAPI, 4}, {machinev1beta1.MachineAuthorityClusterAPI, 5},
+		{machinev1beta1.MachineAuthorityMachineAPI, 1}, {machinev1beta1.MachineAuthorityMachineAPI, 3},
+	} {
+		t.Run(fmt.Sprintf("To%sStep%d", tc.to, tc.step), func(t *testing.T) {
+			deleteAt(t, e.For(t), fmt.Sprintf("del-%d-%d", len(tc.to), tc.step), tc.to, tc.step)
+		})
+	}
+}
+
+func deleteAt(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority, k int) {
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, machine(name, "sim-east-1", "sim-east-1a")); err != nil {
+		t.Fatal(err)
+	}
+	providerID := waitRunningUnder(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, "")
+	step := stepToClusterAPI
+	if to == machinev1beta1.MachineAuthorityMachineAPI {
+		request(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
+		waitRunningUnder(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, providerID)
+		step = stepToMachineAPI
+	}
+	before, err := e.Cloud.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := crashSteps(name, to)[k-1]
+	lift := st.hold.apply(e)
+	request(t, e, name, to)
+	e.Eventually(120*time.Second, fmt.Sprintf("towards %s: step %d (%s)", to, k, st.name), func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return step(m, c) >= k, describeMachine(m, c), nil
+	})
+	if err := e.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api", Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	lift()
+	e.Eventually(120*time.Second, "the deletion completed", func(ctx context.Context) (bool, string, error) {
+		errM := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, &machinev1beta1.Machine{})
+		c := &clusterv1.Machine{}
+		errC := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: name}, c)
+		capiSettled := apierrors.IsNotFound(errC) || errC == nil && c.DeletionTimestamp.IsZero() && !gate.HasPausedAnnotation(c)
+		return apierrors.IsNotFound(errM) && capiSettled, fmt.Sprintf("mapi: %v; capi: %v deleting=%v paused=%v finalizers=%v",
+			errM, errC, errC == nil && !c.DeletionTimestamp.IsZero(), errC == nil && gate.HasPausedAnnotation(c), c.Finalizers), nil
+	})
+	// The instance lives exactly as long as a Machine holds it.
+	c := &clusterv1.Machine{}
+	capiKept := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: name}, c) == nil
+	e.Eventually(60*time.Second, "the instance follows the surviving copy", func(ctx context.Context) (bool, string, error) {
+		list, err := e.Cloud.DescribeInstances(ctx, api.DescribeInstancesRequest{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		alive := false
+		for _, in := range list {
+			if in.ProviderID == providerID && in.State.Alive() {
+				alive = true
+			}
+		}
+		return alive == capiKept, fmt.Sprintf("instance alive %v, Cluster API copy kept %v", alive, capiKept), nil
+	})
+	checkNoNewInstance(t, e, before)
+	t.Logf("deleted at step %d towards %s: Cluster API copy kept %v", k, to, capiKept)
+}
