@@ -11,7 +11,7 @@ import (
 
 	simv1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
 	"github.com/machina-dev/machina/internal/convert"
 )

@@ -25,7 +25,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/autoscaling"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"

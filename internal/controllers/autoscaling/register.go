@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"

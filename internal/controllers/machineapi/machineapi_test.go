@@ -23,7 +23,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machinehealthcheck"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"

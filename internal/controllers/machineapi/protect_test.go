@@ -11,7 +11,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 

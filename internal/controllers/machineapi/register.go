@@ -15,7 +15,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machinehealthcheck"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machineset"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/nodelink"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"

@@ -10,7 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/machineapi/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/testenv"
 )
