@@ -210,17 +210,10 @@ func (f *Front) describeNLBs(c *call) (any, error) {
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
-	lbs := f.lbs("network")
-	has := func(pick func(api.AWSLoadBalancer) string) func(string) bool {
-		return func(v string) bool {
-			return slices.ContainsFunc(lbs, func(lb api.AWSLoadBalancer) bool { return pick(lb) == v })
-		}
-	}
 	arnOf := func(lb api.AWSLoadBalancer) string { return f.lbARN("loadbalancer", lb.Name) }
-	if err := notFound(arns, has(arnOf), "LoadBalancerNotFound", "load balancer"); err != nil {
-		return nil, err
-	}
-	if err := notFound(names, has(func(lb api.AWSLoadBalancer) string { return lb.Name }), "LoadBalancerNotFound", "load balancer"); err != nil {
+	lbs, err := pickNamed(f.lbs("network"), arns, names, arnOf, func(lb api.AWSLoadBalancer) string { return lb.Name },
+		"LoadBalancerNotFound", "load balancer")
+	if err != nil {
 		return nil, err
 	}
 	if err := c.fault(f, nil, nil); err != nil {
@@ -228,9 +221,6 @@ func (f *Front) describeNLBs(c *call) (any, error) {
 	}
 	out := &describeNLBsResult{LBs: []xNLB{}}
 	for _, lb := range lbs {
-		if len(arns) > 0 && !slices.Contains(arns, arnOf(lb)) || len(names) > 0 && !slices.Contains(names, lb.Name) {
-			continue
-		}
 		x := xNLB{ARN: arnOf(lb), Name: lb.Name, Scheme: lb.Scheme, VPCID: f.net.aws.VPC.ID, State: "active", Type: "network",
 			IPAddressType: "ipv4", CreatedTime: "2026-01-01T00:00:00.000Z",
 			DNSName: fmt.Sprintf("%s-%s.elb.%s.amazonaws.com", lb.Name, f.net.account[:8], f.net.region)}
@@ -269,17 +259,10 @@ func (f *Front) describeTargetGroups(c *call) (any, error) {
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
-	tgs := f.net.aws.TargetGroups
-	has := func(pick func(api.AWSTargetGroup) string) func(string) bool {
-		return func(v string) bool {
-			return slices.ContainsFunc(tgs, func(tg api.AWSTargetGroup) bool { return pick(tg) == v })
-		}
-	}
 	arnOf := func(tg api.AWSTargetGroup) string { return f.lbARN("targetgroup", tg.Name) }
-	if err := notFound(arns, has(arnOf), "TargetGroupNotFound", "target group"); err != nil {
-		return nil, err
-	}
-	if err := notFound(names, has(func(tg api.AWSTargetGroup) string { return tg.Name }), "TargetGroupNotFound", "target group"); err != nil {
+	tgs, err := pickNamed(f.net.aws.TargetGroups, arns, names, arnOf, func(tg api.AWSTargetGroup) string { return tg.Name },
+		"TargetGroupNotFound", "target group")
+	if err != nil {
 		return nil, err
 	}
 	if err := c.fault(f, nil, nil); err != nil {
@@ -288,7 +271,7 @@ func (f *Front) describeTargetGroups(c *call) (any, error) {
 	out := &describeTargetGroupsResult{Groups: []xTargetGroup{}}
 	for _, tg := range tgs {
 		lb := f.lbARN("loadbalancer", tg.LoadBalancer)
-		if len(arns) > 0 && !slices.Contains(arns, arnOf(tg)) || len(names) > 0 && !slices.Contains(names, tg.Name) || lbARN != "" && lbARN != lb {
+		if lbARN != "" && lbARN != lb {
 			continue
 		}
 		out.Groups = append(out.Groups, xTargetGroup{ARN: arnOf(tg), Name: tg.Name, Protocol: "TCP", Port: tg.Port,
@@ -395,4 +378,26 @@ func (f *Front) registerTargets(c *call, register bool) (any, error) {
 		return nil, err
 	}
 	return &emptyResult{}, nil
+}
+
+// pickNamed returns the items that arns and names select (every item when both are empty), or
+// the not-found error (code, what) for the first ARN or name no item has.
+func pickNamed[T any](items []T, arns, names []string, arnOf, nameOf func(T) string, code, what string) ([]T, error) {
+	has := func(key func(T) string) func(string) bool {
+		return func(v string) bool { return slices.ContainsFunc(items, func(it T) bool { return key(it) == v }) }
+	}
+	if err := notFound(arns, has(arnOf), code, what); err != nil {
+		return nil, err
+	}
+	if err := notFound(names, has(nameOf), code, what); err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, it := range items {
+		if len(arns) > 0 && !slices.Contains(arns, arnOf(it)) || len(names) > 0 && !slices.Contains(names, nameOf(it)) {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out, nil
 }

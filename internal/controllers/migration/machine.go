@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,20 +80,12 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // getInfra reads the metadata of the Cluster API Machine's InfraMachine, of whichever
 // platform provides its kind, and the finalizers that platform's controller puts on it.
 func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) error {
-	p, err := r.providers.ForRef(s.capi.Spec.InfrastructureRef)
-	if err != nil {
-		return nil // not a platform machina converts: the sync never mirrored it either
+	infra, p, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
+		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
+	if infra != nil {
+		s.infra, s.infraFinalizers = infra, p.InfraMachineFinalizers
 	}
-	infra := synccommon.Metadata(p.InfraMachine)
-	err = r.client.Get(ctx, client.ObjectKey{Namespace: s.capi.Namespace, Name: s.capi.Spec.InfrastructureRef.Name}, infra)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	s.infra, s.infraFinalizers = infra, p.InfraMachineFinalizers
-	return nil
+	return err
 }
 
 type machineSubject struct {

@@ -9,6 +9,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,17 +70,9 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // getTemplate reads the metadata of the Cluster API MachineSet's InfraMachineTemplate, of
 // whichever platform provides its kind.
 func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSubject) error {
-	ref := s.capi.Spec.Template.Spec.InfrastructureRef
-	p, err := r.providers.ForRef(ref)
-	if err != nil {
-		return nil // not a platform machina converts: the sync never mirrored it either
-	}
-	tmpl := synccommon.Metadata(p.InfraMachineTemplate)
-	err = r.client.Get(ctx, client.ObjectKey{Namespace: s.capi.Namespace, Name: ref.Name}, tmpl)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err == nil {
+	tmpl, _, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.Template.Spec.InfrastructureRef,
+		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate })
+	if tmpl != nil {
 		s.tmpl = tmpl
 	}
 	return err

@@ -117,11 +117,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
 func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
-	var existing client.Object
-	if capi != nil {
-		existing = capi
-	}
-	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, existing)
+	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, capi)
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a

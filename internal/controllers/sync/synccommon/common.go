@@ -95,7 +95,7 @@ func InitialAuthority(spec machinev1beta1.MachineAuthority, capi client.Object) 
 
 // DecideAuthority initialises an empty status.authoritativeAPI of a Machine API Machine or
 // MachineSet (status points at its status fields) from its spec and its Cluster API copy
-// (nil when there is none), in one locked status patch.
+// (nil, or a nil pointer, when there is none), in one locked status patch.
 func DecideAuthority(ctx context.Context, c client.Client, mapi client.Object, spec machinev1beta1.MachineAuthority,
 	status *machinev1beta1.MachineAuthority, synced *machinev1beta1.SynchronizedAPI, capi client.Object) error {
 	_, err := patch.LockedStatus(ctx, c, mapi, func() bool {
