@@ -192,7 +192,7 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 			t.Fatalf("AWS defaults not applied: %v", v)
 		}
 		delete(aws, "ami")
-		expectDenied(t, alice.Create(ctx, machine("aws-noami", aws)), "spec.providerSpec.value.ami: Required value: an AMI by id, arn or filters")
+		expectDenied(t, alice.Create(ctx, machine("aws-noami", aws)), "spec.providerSpec.value.ami: Required value: an AMI by id or filters")
 	})
 	t.Run("SelectorMustMatchTemplate", func(t *testing.T) {
 		err := alice.Create(ctx, machineSet("mismatch", map[string]string{"a": "b"}, map[string]string{"a": "c"}, sim(nil)))

@@ -125,7 +125,7 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 		}
 		x = fresh()
 		x.Labels["node-role.kubernetes.io/infra"] = ""
-		expectDenied(t, admin.Update(ctx, x), "metadata.labels: Forbidden: labels in the kubernetes.io, k8s.io, openshift.io and x-k8s.io domains of Machine mirror")
+		expectDenied(t, admin.Update(ctx, x), "metadata.labels: Forbidden: labels in the kubernetes.io, k8s.io, openshift.io, x-k8s.io and machina.dev domains of Machine mirror")
 		x = fresh()
 		x.Annotations = map[string]string{"machine.openshift.io/exclude-node-draining": ""}
 		expectDenied(t, admin.Update(ctx, x), "metadata.annotations: Forbidden")
@@ -240,11 +240,17 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.take()
+		// A foreground deletion would have the garbage collector delete the Machines the
+		// Machine API still runs before the sync can let go of them.
+		expectDenied(t, admin.Delete(ctx, ms, client.PropagationPolicy(metav1.DeletePropagationForeground)),
+			"propagationPolicy: Forbidden: MachineSet mirror-set is a mirror of an authoritative Cluster API MachineSet")
+		w.take()
 		if err := admin.Delete(ctx, ms); err != nil {
 			t.Fatal(err)
 		}
 		ws := w.take()
-		if len(ws) != 1 || !strings.Contains(ws[0], "deleting it removes only the Machine API copy; the cluster.x-k8s.io MachineSet and its Machines keep running") {
+		if len(ws) != 1 || !strings.Contains(ws[0], "deleting it removes only Machine API copies; the cluster.x-k8s.io MachineSet and its Machines keep running, "+
+			"and its Machines the Machine API still runs stay as Machine API Machines without a MachineSet") {
 			t.Fatalf("warnings %q", ws)
 		}
 	})

@@ -2,16 +2,10 @@ package authorityhook
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/machina-dev/machina/internal/certs"
 	machina "github.com/machina-dev/machina/internal/manager"
 )
 
@@ -266,37 +261,20 @@ func certificate(o Options) (servingCert, error) {
 	return servingCert{static: &cert, caPEM: ca}, nil
 }
 
-// selfSigned makes a CA and a serving certificate it signs, valid for a year.
+// selfSigned makes a CA and a serving certificate it signs (internal/certs), and returns the
+// certificate and the CA's PEM.
 func selfSigned(dns []string, ips []net.IP) (tls.Certificate, []byte, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certs.New("machina authority webhook CA")
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "machina authority webhook CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	certPEM, keyPEM, err := ca.Sign(certs.Leaf{CommonName: "machina-authority-webhook", DNSNames: dns, IPs: ips,
+		Usage: x509.ExtKeyUsageServerAuth})
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "machina-authority-webhook"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), DNSNames: dns, IPAddresses: ips,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	return cert, ca.CertPEM(), err
 }
 
 var _ manager.Runnable = serveRunnable{}

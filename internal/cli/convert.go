@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -82,7 +81,7 @@ Exit status: 0 everything converted; 1 some object is not convertible (the other
 	f.StringVar(&o.region, "region", "", "the cluster's region (AWS region, or the simulated cloud's region)")
 	f.StringVar(&o.mapiNamespace, "machine-api-namespace", convert.OpenShiftNamespaces.MachineAPI, "namespace of Machine API objects; mapped to --cluster-api-namespace (other namespaces are kept)")
 	f.StringVar(&o.capiNamespace, "cluster-api-namespace", convert.OpenShiftNamespaces.ClusterAPI, "namespace of Cluster API objects; mapped to --machine-api-namespace")
-	f.StringSliceVar(&o.syncLabels, "additional-sync-machine-labels", nil, "regular expressions of further node label keys the Cluster API machine controller propagates (its own --additional-sync-machine-labels); node labels matching none of them, nor node-role.kubernetes.io/*, node-restriction.kubernetes.io/* or node.cluster.x-k8s.io/*, cannot be converted")
+	f.StringSliceVar(&o.syncLabels, "additional-sync-machine-labels", nil, "regular expressions of further node label keys the Cluster API machine controller propagates (its own --additional-sync-machine-labels; give the manager the same); node labels matching none of them, nor node-role.kubernetes.io/*, node-restriction.kubernetes.io/* or node.cluster.x-k8s.io/*, cannot be converted, and the error names the expression that would admit each")
 	return cmd
 }
 
@@ -112,13 +111,11 @@ func runConvert(cmd *cobra.Command, o *convertOptions, reg *provider.Registry) e
 	default:
 		return badInput(fmt.Errorf(`-o %q: use "yaml" or "json"`, o.output))
 	}
-	for _, expr := range o.syncLabels {
-		re, err := regexp.Compile(expr)
-		if err != nil {
-			return badInput(fmt.Errorf("--additional-sync-machine-labels %q: %w", expr, err))
-		}
-		opts.AdditionalSyncMachineLabels = append(opts.AdditionalSyncMachineLabels, re)
+	syncLabels, err := convert.ParseSyncMachineLabels(o.syncLabels)
+	if err != nil {
+		return badInput(err)
 	}
+	opts.AdditionalSyncMachineLabels = syncLabels
 	if o.file == "-" && o.infrastructure == "-" {
 		return badInput(errors.New("-f and --infrastructure cannot both read standard input"))
 	}

@@ -46,7 +46,7 @@ func TestConvertCommand(t *testing.T) {
 		args: []string{"-f", docTestdata + "aws/unconvertible.yaml", "--infrastructure", docTestdata + "aws/context.yaml"},
 		code: 1,
 		stderr: []string{
-			"(document 1): not convertible (11 errors)",
+			"(document 1): not convertible (10 errors)",
 			`error: spec.template.spec.providerSpec.value.placement.region: Invalid value: "us-west-2": the cluster's region is us-east-1`,
 			`error: spec.template.spec.providerSpec.value.ami.filters: Invalid value: ["name"]`,
 			`error: spec.template.spec.providerSpec.value.blockDevices[0].ebs.kmsKey.filters`,
@@ -88,6 +88,18 @@ func TestConvertCommand(t *testing.T) {
 		noStdout: true,
 		stderr:   []string{"Error: testdata/convert/capi-machine.yaml: document 1: cannot tell the cluster's sim region: give --region"},
 	}, {
+		name:      "--infrastructure without a region: the region from the input, not a request for --infrastructure",
+		args:      []string{"-f", docTestdata + "aws/spot.yaml", "--infrastructure", "testdata/convert/infrastructure-no-region.yaml"},
+		stderr:    []string{`note: cluster region "us-east-1" taken from MachineSet`, "the cluster-wide objects given name no aws region; give --region to set it"},
+		notStderr: []string{"give --region or --infrastructure", "cluster name"},
+	}, {
+		name:      "--infrastructure without a region, Cluster API input without a zone",
+		args:      []string{"-f", docTestdata + "aws/capi-machineset.yaml", "--infrastructure", "testdata/convert/infrastructure-no-region.yaml"},
+		code:      2,
+		noStdout:  true,
+		stderr:    []string{"cannot tell the cluster's aws region: the cluster-wide objects given name no aws region; give --region to set it"},
+		notStderr: []string{"give --region or --infrastructure", "--region, or --infrastructure"},
+	}, {
 		name:     "unparsable document: bad input naming it",
 		args:     []string{"-f", "testdata/convert/bad-yaml.yaml"},
 		code:     2,
@@ -109,7 +121,7 @@ func TestConvertCommand(t *testing.T) {
 		name:      "node labels the Cluster API is configured to propagate",
 		args:      []string{"-f", docTestdata + "aws/unconvertible.yaml", "--infrastructure", docTestdata + "aws/context.yaml", "--additional-sync-machine-labels", `^topology\.example\.com/`},
 		code:      1,
-		stderr:    []string{"not convertible (10 errors)"},
+		stderr:    []string{"not convertible (9 errors)"},
 		notStderr: []string{"topology.example.com/rack"},
 	}, {
 		name: "bad --additional-sync-machine-labels", args: []string{"-f", "-", "--additional-sync-machine-labels", "("}, code: 2, noStdout: true, stderr: []string{"missing closing )"},
@@ -145,6 +157,36 @@ func TestConvertCommand(t *testing.T) {
 				if strings.Contains(stderr+stdout, s) {
 					t.Errorf("output unexpectedly contains %q", s)
 				}
+			}
+		})
+	}
+}
+
+// TestConvertBackWithTheSameFlags converts installer MachineSets and a Machine to the Cluster
+// API and the output back again with the same flags each time: none, or the cluster-wide
+// objects (the Cluster API side names its region by its failure domains).
+func TestConvertBackWithTheSameFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		flags      []string
+	}{
+		{"no flags", "aws/spot.yaml", nil},
+		{"no flags, a Machine", "aws/machine-dedicated-host.yaml", nil},
+		{"--infrastructure", "aws/worker.yaml", []string{"--infrastructure", docTestdata + "aws/context.yaml"}},
+		{"--infrastructure with the AWSCluster, a control-plane Machine", "aws/control-plane.yaml", []string{"--infrastructure", docTestdata + "aws/control-plane.context.yaml"}},
+		{"--additional-sync-machine-labels", "aws/edge-local-zone.yaml", []string{"--additional-sync-machine-labels", `^machine\.openshift\.io/(zone-type|zone-group|parent-zone-name)$`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			capi, stderr, code := runConvertCmd(t, "", append([]string{"-f", docTestdata + tc.file}, tc.flags...)...)
+			if code != 0 {
+				t.Fatalf("to the Cluster API: exit %d\n%s", code, stderr)
+			}
+			mapi, stderr, code := runConvertCmd(t, capi, append([]string{"-f", "-"}, tc.flags...)...)
+			if code != 0 {
+				t.Fatalf("back to the Machine API with the same flags: exit %d\n%s", code, stderr)
+			}
+			if !strings.Contains(mapi, "kind: AWSMachineProviderConfig") {
+				t.Errorf("no providerSpec in:\n%s", mapi)
 			}
 		})
 	}

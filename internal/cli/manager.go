@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
@@ -28,6 +29,7 @@ type managerFlags struct {
 	webhook                manager.WebhookEnv
 	qps                    float32
 	burst                  int
+	syncLabels             []string
 }
 
 func newManagerCommand() *cobra.Command {
@@ -52,6 +54,10 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
   machina manager --controllers=sync,migration --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			syncLabels, err := convert.ParseSyncMachineLabels(f.syncLabels)
+			if err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
 			groups, err := selectGroups(f.controllers)
 			if err != nil {
 				return err
@@ -65,7 +71,8 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 				MetricsAddr: f.metricsAddr, MetricsInsecure: f.metricsInsecure, MetricsCertDir: f.metricsCertDir, Pprof: f.pprof,
 				HealthProbeAddr: f.probeAddr,
 				LeaderElection:  f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
-				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook},
+				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook,
+					AdditionalSyncMachineLabels: syncLabels},
 			})
 			if err != nil {
 				return err
@@ -99,6 +106,9 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.StringVar(&f.webhook.CertDir, "webhook-cert-dir", "", "directory with tls.crt, tls.key and ca.crt for the webhook (for example a mounted cert-manager Secret); a self-signed certificate is made when empty")
 	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
 	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
+	fl.StringSliceVar(&f.syncLabels, "additional-sync-machine-labels", nil,
+		"regular expressions of further Machine label keys the Cluster API machine controller propagates to Nodes; mirrors, and must match, that controller's flag of the same name. "+
+			"The sync carries Machine API node labels (spec.metadata.labels) matching one of them; others, outside node-role.kubernetes.io/*, node-restriction.kubernetes.io/* and node.cluster.x-k8s.io/*, fail conversion")
 	return cmd
 }
 

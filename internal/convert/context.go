@@ -71,6 +71,23 @@ type MachineValues struct {
 	FailureDomain string
 	// DataSecretName is the user data secret: Machine.spec.bootstrap.dataSecretName.
 	DataSecretName *string
+	// ControlPlane marks a control-plane Machine: the cluster.x-k8s.io/control-plane label on
+	// the Cluster API Machine. Only platforms implementing ControlPlaneMarker set or read it.
+	ControlPlane bool
+}
+
+// ControlPlaneMarker is implemented by platforms whose providerSpec says that a Machine is
+// part of the control plane (on AWS: its loadBalancers). For them the
+// cluster.x-k8s.io/control-plane label of the Cluster API Machine is not an ordinary label:
+// it travels as MachineValues.ControlPlane. On other platforms the label is copied as is.
+type ControlPlaneMarker interface {
+	// MarksControlPlane reports whether the platform converts the control-plane label.
+	MarksControlPlane() bool
+}
+
+func marksControlPlane(p Platform) bool {
+	m, ok := p.(ControlPlaneMarker)
+	return ok && m.MarksControlPlane()
 }
 
 // InfraSpec is a platform's InfraMachine spec, e.g. *v1alpha1.SimMachineSpec or
@@ -84,6 +101,8 @@ type InfraPaths struct {
 	Infra *field.Path
 	// Machine is the path of the Cluster API Machine spec the MachineValues came from.
 	Machine *field.Path
+	// Metadata is the path of that Machine's metadata (its labels carry ControlPlane).
+	Metadata *field.Path
 }
 
 // Platform converts the infrastructure-specific part of a Machine. Implementations live in

@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -109,6 +111,57 @@ func (c *Context) isNodeSyncedLabel(key string) bool {
 		}
 	}
 	return false
+}
+
+// SyncMachineLabelsFlag is the flag of the Cluster API machine controller (and of machina's
+// manager and convert commands, which mirror it) that names further Machine label keys, by
+// regular expression, to propagate to Nodes.
+const SyncMachineLabelsFlag = "--additional-sync-machine-labels"
+
+// ParseSyncMachineLabels compiles the values of SyncMachineLabelsFlag, as the Cluster API
+// machine controller does; an invalid expression is an error naming it.
+func ParseSyncMachineLabels(exprs []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(exprs))
+	for _, e := range exprs {
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", SyncMachineLabelsFlag, e, err)
+		}
+		out = append(out, re)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// AdmittingRegex is the SyncMachineLabelsFlag expression that admits exactly the label key.
+func AdmittingRegex(key string) string { return "^" + regexp.QuoteMeta(key) + "$" }
+
+// nodeLabelNotSynced explains why a node label cannot be carried and how to let it through.
+func nodeLabelNotSynced(key string) string {
+	return fmt.Sprintf("the Cluster API propagates only node-role.kubernetes.io/*, node-restriction.kubernetes.io/* and node.cluster.x-k8s.io/* labels to the Node, "+
+		"and those matching its %[1]s; to carry this label, start the Cluster API machine controller and machina (manager and convert) with %[1]s='%[2]s'",
+		SyncMachineLabelsFlag, AdmittingRegex(key))
+}
+
+// Metadata the Machine API actuators keep on each Machine from the instance they run: the
+// instance type, region and zone labels and the instance state annotation. They describe
+// the instance, like status, so they are not carried to the Cluster API Machine.
+const (
+	MachineAPIInstanceTypeLabel       = "machine.openshift.io/instance-type"
+	MachineAPIRegionLabel             = "machine.openshift.io/region"
+	MachineAPIZoneLabel               = "machine.openshift.io/zone"
+	MachineAPIInstanceStateAnnotation = "machine.openshift.io/instance-state"
+)
+
+// dropProviderOwned removes the actuator-maintained keys from a Machine's converted labels
+// and annotations.
+func dropProviderOwned(labels, annotations map[string]string) {
+	delete(labels, MachineAPIInstanceTypeLabel)
+	delete(labels, MachineAPIRegionLabel)
+	delete(labels, MachineAPIZoneLabel)
+	delete(annotations, MachineAPIInstanceStateAnnotation)
 }
 
 // clusterLabelToCAPI copies Machine API labels for a Cluster API object and adds the

@@ -35,6 +35,8 @@ func ToClusterAPIMachine(in *mapiv1beta1.Machine, c Context) (*ClusterAPIMachine
 	meta := field.NewPath("metadata")
 	spec := field.NewPath("spec")
 	labels, annotations, mspec, infra := c.machineToCAPI(in.Labels, in.Annotations, meta, &in.Spec, spec, r)
+	dropProviderOwned(labels, annotations)
+	annotations = nilIfEmpty(annotations)
 
 	out := &clusterv1.Machine{
 		TypeMeta: metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine"},
@@ -148,7 +150,7 @@ func (c *Context) machineToCAPI(inLabels, inAnnotations map[string]string, metaP
 		p := nodeMeta.Child("labels").Key(k)
 		switch old, clash := labels[k]; {
 		case !c.isNodeSyncedLabel(k):
-			r.Error(field.Invalid(p, v, "the Cluster API only propagates node-role.kubernetes.io/*, node-restriction.kubernetes.io/* and node.cluster.x-k8s.io/* labels (and those matching --additional-sync-machine-labels) to the Node"))
+			r.Error(field.Invalid(p, v, nodeLabelNotSynced(k)))
 		case clash && old != v:
 			r.Error(field.Invalid(p, v, "conflicts with metadata.labels["+k+"]="+quote(old)))
 		default:
@@ -164,6 +166,7 @@ func (c *Context) machineToCAPI(inLabels, inAnnotations map[string]string, metaP
 	annotations = machineAnnotationsToCAPI(inAnnotations, in.LifecycleHooks, metaPath.Child("annotations"), specPath.Child("lifecycleHooks"), r)
 
 	infra, mv := c.Platform.ToInfra(in.ProviderSpec.Value, specPath.Child("providerSpec", "value"), r)
+	c.controlPlaneToCAPI(labels, mv.ControlPlane, metaPath.Child("labels"), r)
 	out = clusterv1.MachineSpec{
 		ClusterName:   c.ClusterName,
 		Bootstrap:     clusterv1.Bootstrap{DataSecretName: mv.DataSecretName},
@@ -182,6 +185,10 @@ func (c *Context) machineToMAPI(inLabels, inAnnotations map[string]string, metaP
 		r.Error(field.Invalid(specPath.Child("clusterName"), in.ClusterName, "this cluster is "+quote(c.ClusterName)))
 	}
 	labels = c.clusterLabelToMAPI(inLabels, metaPath.Child("labels"), true, r)
+	_, controlPlane := labels[clusterv1.MachineControlPlaneLabel]
+	if marksControlPlane(c.Platform) {
+		delete(labels, clusterv1.MachineControlPlaneLabel)
+	}
 	for _, k := range sortedKeys(labels) {
 		if c.isNodeSyncedLabel(k) {
 			set(&out.ObjectMeta.Labels, k, labels[k])
@@ -220,9 +227,26 @@ func (c *Context) machineToMAPI(inLabels, inAnnotations map[string]string, metaP
 	if in.ProviderID != "" {
 		out.ProviderID = ptr.To(in.ProviderID)
 	}
-	mv := MachineValues{FailureDomain: in.FailureDomain, DataSecretName: in.Bootstrap.DataSecretName}
-	out.ProviderSpec.Value = c.Platform.FromInfra(infra, mv, InfraPaths{Infra: infraPath, Machine: specPath}, r)
+	mv := MachineValues{FailureDomain: in.FailureDomain, DataSecretName: in.Bootstrap.DataSecretName, ControlPlane: controlPlane && marksControlPlane(c.Platform)}
+	out.ProviderSpec.Value = c.Platform.FromInfra(infra, mv, InfraPaths{Infra: infraPath, Machine: specPath, Metadata: metaPath}, r)
 	return labels, annotations, out
+}
+
+// controlPlaneToCAPI puts the Cluster API control-plane label on a Machine the platform says is
+// part of the control plane. On such a platform a Machine API Machine that carries the label
+// without being a control-plane Machine is an error: the Cluster API provider would treat it
+// as one.
+func (c *Context) controlPlaneToCAPI(labels map[string]string, controlPlane bool, path *field.Path, r *Report) {
+	if !marksControlPlane(c.Platform) {
+		return
+	}
+	if v, ok := labels[clusterv1.MachineControlPlaneLabel]; ok && !controlPlane {
+		r.Error(field.Invalid(path.Key(clusterv1.MachineControlPlaneLabel), v, "the "+c.Platform.Name()+" provider of the Cluster API treats Machines with this label as control-plane Machines, but the providerSpec does not make this one part of the control plane"))
+		return
+	}
+	if controlPlane {
+		labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
 }
 
 func taintsToCAPI(in []corev1.Taint, path *field.Path, r *Report) []clusterv1.MachineTaint {

@@ -18,6 +18,15 @@ type Provider interface {
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
+// Eventf records an event on obj through rec; it does nothing when rec is nil (a reconciler
+// built without a recorder, as unit tests build them). Controllers call it instead of
+// rec.Eventf so none needs its own nil guard.
+func Eventf(rec record.EventRecorder, obj runtime.Object, eventtype, reason, format string, args ...any) {
+	if rec != nil {
+		rec.Eventf(obj, eventtype, reason, format, args...)
+	}
+}
+
 // For returns a recorder reporting as controller name.
 func For(p Provider, name string) record.EventRecorder { return recorder{p.GetEventRecorder(name)} }
 

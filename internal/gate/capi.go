@@ -1,11 +1,30 @@
 package gate
 
 import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// Cluster reads the Cluster API Cluster name in namespace, whose spec.paused ClusterAPI
+// gates on. It returns nil without an error when name is empty or no such Cluster exists:
+// an object whose Cluster is missing is still gated by its own paused annotation, and each
+// controller decides what a missing Cluster means for it.
+func Cluster(ctx context.Context, c client.Client, namespace, name string) (*clusterv1.Cluster, error) {
+	if name == "" {
+		return nil, nil
+	}
+	cl, err := util.GetClusterByName(ctx, c, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cl, err
+}
 
 // ClusterAPI applies the paused gate of the Cluster API contract to obj: it is paused when it
 // carries the cluster.x-k8s.io/paused annotation or when its Cluster (nil if unknown) has
@@ -27,6 +46,7 @@ func ClusterAPI(obj client.Object, cluster *clusterv1.Cluster, conds *[]metav1.C
 	if conds == nil {
 		return d, false
 	}
+	d.Resumed = !d.Paused && meta.IsStatusConditionTrue(*conds, clusterv1.PausedCondition)
 	return d, meta.SetStatusCondition(conds, cond)
 }
 

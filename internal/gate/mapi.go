@@ -54,6 +54,13 @@ type Decision struct {
 	Authority machinev1beta1.MachineAuthority
 	// Message explains the decision for the Paused condition and logs.
 	Message string
+	// Resumed is true when the object is not paused but its stored Paused condition still
+	// says it is. The controller then ends its pass without acting, so that the end of the
+	// pause is stored first (as Cluster API's paused helper does): a Paused=True must never
+	// stand while a controller acts, or a migration could take a leftover for the
+	// acknowledgement of its own pause. The write is locked (internal/patch), so it loses to
+	// a migration that paused the object again meanwhile.
+	Resumed bool
 }
 
 // MachineAPI applies the authority gate to a Machine API Machine or MachineSet, changing
@@ -109,6 +116,7 @@ func MachineAPI(obj client.Object, syncNamespace string) (Decision, bool, error)
 		cond.Status, cond.Reason = corev1.ConditionTrue, AuthoritativeAPINotMachineAPIReason
 	}
 	cond.Message = d.Message
+	d.Resumed = !d.Paused && mapicond.IsTrue(*conds, PausedCondition)
 	if mapicond.Set(conds, cond) {
 		changed = true
 	}

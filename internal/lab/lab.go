@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/machina-dev/machina/internal/certs"
 )
 
 // Options configure a lab.
@@ -171,7 +173,7 @@ func (l *Lab) Failed() error {
 // UserConfig returns a rest.Config that authenticates with a client certificate for the given
 // user name and groups, signed by the lab's CA. Tests use it to act as distinct users.
 func (l *Lab) UserConfig(user string, groups ...string) (*rest.Config, error) {
-	certPEM, keyPEM, err := l.pki.sign(user, groups, nil, nil, x509.ExtKeyUsageClientAuth)
+	certPEM, keyPEM, err := l.pki.ca.Sign(certs.Leaf{CommonName: user, Organization: groups, Usage: x509.ExtKeyUsageClientAuth})
 	if err != nil {
 		return nil, err
 	}

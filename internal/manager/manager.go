@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +43,17 @@ type Group struct {
 type Env struct {
 	// CloudURL is the simulated cloud's endpoint, for the simulated provider's controllers.
 	CloudURL string
+	// AWSEndpoint overrides the EC2 endpoint URL of the Machine API AWS actuator (group
+	// "aws"); empty leaves it to the AWS SDK's standard resolution (AWS_ENDPOINT_URL_EC2,
+	// AWS_ENDPOINT_URL, the shared config file, the region's public endpoint).
+	AWSEndpoint string
+	// AWSELBEndpoint and AWSELBv2Endpoint likewise override the classic and v2 Elastic Load
+	// Balancing endpoints the actuator registers control-plane Machines with.
+	AWSELBEndpoint, AWSELBv2Endpoint string
+	// AWSCredentials sign the AWS actuator's calls for Machines whose providerSpec names no
+	// credentialsSecret; nil means the SDK's default chain (environment, shared files, web
+	// identity, instance metadata).
+	AWSCredentials aws.CredentialsProvider
 	// Resync is how often controllers look at healthy objects without an event (each
 	// controller's default when zero). Tests shorten it.
 	Resync time.Duration
@@ -61,6 +74,11 @@ type Env struct {
 	// Providers are the infrastructure platforms the platform-neutral controllers (sync,
 	// migration) know; provider.Builtin() when nil.
 	Providers *provider.Registry
+	// AdditionalSyncMachineLabels mirrors the Cluster API machine controller's flag of the same
+	// name (--additional-sync-machine-labels): label keys matching one of these patterns are
+	// propagated from Machines to Nodes, so the sync can carry Machine API node labels
+	// (spec.metadata.labels) matching them. Give both controllers the same patterns.
+	AdditionalSyncMachineLabels []*regexp.Regexp
 }
 
 // ProviderRegistry returns Providers with its default applied.

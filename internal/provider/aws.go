@@ -3,8 +3,11 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,7 +49,25 @@ func AWS() Provider {
 			t := peekAWSSpec(raw)
 			return len(t.Placement) > 0 || len(t.AMI) > 0
 		},
+		ZoneRegion:         aws.ZoneRegion,
+		ApplyClusterObject: awsApplyClusterObject,
 	}
+}
+
+// awsApplyClusterObject adds an Infrastructure's ipFamily or an AWSCluster's control-plane
+// load balancers to an AWS platform.
+func awsApplyClusterObject(p convert.Platform, obj client.Object) convert.Platform {
+	ap, ok := p.(aws.Platform)
+	if !ok {
+		return p
+	}
+	switch o := obj.(type) {
+	case *configv1.Infrastructure:
+		return ap.WithInfrastructure(o)
+	case *capav1.AWSCluster:
+		return ap.WithAWSCluster(o)
+	}
+	return p
 }
 
 // awsRegionOf reads the region of an Infrastructure with AWS platform status or of an
@@ -63,23 +84,44 @@ func awsRegionOf(obj client.Object) string {
 	return ""
 }
 
+// awsContext builds the context from the Infrastructure (region, ipFamily) and, when the
+// cluster has one, its AWSCluster (control-plane load balancers; the region when the
+// Infrastructure has no AWS platform status). Without an AWSCluster, control-plane Machines
+// convert with their load balancers unchecked and cannot convert back.
 func awsContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.AWSPlatformType {
-		return aws.NewContext(infra)
-	}
 	name, err := convert.ClusterNameFromInfrastructure(infra)
 	if err != nil {
 		return convert.Context{}, err
 	}
 	ac := &capav1.AWSCluster{}
-	if err := InfraCluster(ctx, c, ns, name, ac, "AWSCluster"); err != nil {
-		return convert.Context{}, err
+	acErr := InfraCluster(ctx, c, ns, name, ac, "AWSCluster")
+	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.AWSPlatformType {
+		cc, err := aws.NewContext(infra)
+		if err != nil {
+			return convert.Context{}, err
+		}
+		switch {
+		case acErr == nil:
+			cc.Platform = cc.Platform.(aws.Platform).WithAWSCluster(ac)
+		case !absent(acErr):
+			return convert.Context{}, acErr
+		}
+		return cc, nil
+	}
+	if acErr != nil {
+		return convert.Context{}, acErr
 	}
 	p, err := aws.FromAWSCluster(ac)
 	if err != nil {
 		return convert.Context{}, err
 	}
-	return convert.Context{ClusterName: name, Platform: p}, nil
+	return convert.Context{ClusterName: name, Platform: p.WithInfrastructure(infra)}, nil
+}
+
+// absent reports whether reading the cluster's AWSCluster failed because there is none: no
+// Cluster, a Cluster on another kind of InfraCluster, no such object, or no AWSCluster CRD.
+func absent(err error) bool {
+	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || errors.Is(err, ErrOtherInfraKind)
 }
 
 // awsSpecFields are the AWSMachineProviderConfig fields no other platform's providerSpec has.

@@ -9,7 +9,9 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +66,13 @@ type Provider struct {
 	// MatchesKindlessSpec reports whether a providerSpec value that has no kind looks like
 	// this platform's, by the fields only it has.
 	MatchesKindlessSpec func(raw []byte) bool
+	// ZoneRegion, when set, names the region a failure domain (zone) lies in ("" when it
+	// cannot tell), so Cluster API input names its region as Machine API input does.
+	ZoneRegion func(zone string) string
+	// ApplyClusterObject, when set, returns the platform with what a cluster-wide object (the
+	// Infrastructure or the platform's InfraCluster) says beyond the region, e.g. AWS's
+	// ipFamily and control-plane load balancers. Objects it does not know leave p unchanged.
+	ApplyClusterObject func(p convert.Platform, obj client.Object) convert.Platform
 }
 
 // InfraKinds are the provider's Cluster API kinds, for messages and matching.
@@ -222,17 +231,38 @@ func (r *Registry) ForInfrastructure(infra *configv1.Infrastructure) (Provider, 
 // Context reads the cluster's Infrastructure object and builds the conversion context of
 // platform p with the given namespace pair.
 func Context(ctx context.Context, c client.Reader, p Provider, ns convert.Namespaces) (convert.Context, error) {
+	return ContextWith(ctx, c, p, Settings{Namespaces: ns})
+}
+
+// Settings are the parts of a conversion context that come from configuration (flags) rather
+// than from the cluster's objects.
+type Settings struct {
+	// Namespaces is the namespace pair.
+	Namespaces convert.Namespaces
+	// AdditionalSyncMachineLabels are the patterns of --additional-sync-machine-labels (see
+	// convert.Context).
+	AdditionalSyncMachineLabels []*regexp.Regexp
+}
+
+// ContextWith reads the cluster's Infrastructure object and builds the conversion context of
+// platform p with the given settings.
+func ContextWith(ctx context.Context, c client.Reader, p Provider, s Settings) (convert.Context, error) {
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
 		return convert.Context{}, fmt.Errorf("reading Infrastructure cluster: %w", err)
 	}
-	cc, err := p.NewContext(ctx, c, infra, ns.ClusterAPI)
+	cc, err := p.NewContext(ctx, c, infra, s.Namespaces.ClusterAPI)
 	if err != nil {
 		return convert.Context{}, err
 	}
-	cc.Namespaces = ns
+	cc.Namespaces = s.Namespaces
+	cc.AdditionalSyncMachineLabels = s.AdditionalSyncMachineLabels
 	return cc, nil
 }
+
+// ErrOtherInfraKind is wrapped by InfraCluster's error when the Cluster references an
+// InfraCluster of another kind than asked for.
+var ErrOtherInfraKind = errors.New("another infrastructure kind")
 
 // InfraCluster reads the InfraCluster the Cluster API Cluster named clusterName in ns points
 // at into out, checking that it is of out's kind.
@@ -243,7 +273,7 @@ func InfraCluster(ctx context.Context, c client.Reader, ns, clusterName string, 
 	}
 	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != kind {
-		return fmt.Errorf("the Cluster %s/%s: spec.infrastructureRef is %q, not a %s", ns, clusterName, ref.Kind, kind)
+		return fmt.Errorf("the Cluster %s/%s: spec.infrastructureRef is %q, not a %s: %w", ns, clusterName, ref.Kind, kind, ErrOtherInfraKind)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, out); err != nil {
 		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, ref.Name, err)

@@ -44,6 +44,7 @@ func DefaultAWSCatalogue() Catalogue {
 			{Name: "m6i.xlarge", VCPU: 4, MemoryMiB: 16384, Architecture: "amd64"},
 			{Name: "m6i.2xlarge", VCPU: 8, MemoryMiB: 32768, Architecture: "amd64"},
 			{Name: "m6i.4xlarge", VCPU: 16, MemoryMiB: 65536, Architecture: "amd64"},
+			{Name: "m5.large", VCPU: 2, MemoryMiB: 8192, Architecture: "amd64"}, // the Machine API's default (admission)
 			{Name: "m5.xlarge", VCPU: 4, MemoryMiB: 16384, Architecture: "amd64"},
 			{Name: "c5.2xlarge", VCPU: 8, MemoryMiB: 16384, Architecture: "amd64"},
 			{Name: "r5.xlarge", VCPU: 4, MemoryMiB: 32768, Architecture: "amd64"},

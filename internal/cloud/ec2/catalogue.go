@@ -36,30 +36,26 @@ type describeImagesResult struct {
 }
 
 func (f *Front) describeImages(c *call) (any, error) {
-	ids, owners := c.p.list("ImageId"), c.p.list("Owner")
+	owners := c.p.list("Owner")
 	c.p.list("ExecutableBy")
 	if _, err := c.p.boolean("IncludeDeprecated", false); err != nil {
 		return nil, err
 	}
-	fs, err := parseFilters(c.p, "image-id", "name", "architecture", "owner-id", "state", "image-type", "is-public",
-		"root-device-type", "virtualization-type", "platform-details")
+	req, err := f.describe(c, describeSpec{ids: "ImageId",
+		filters: []string{"image-id", "name", "architecture", "owner-id", "state", "image-type", "is-public",
+			"root-device-type", "virtualization-type", "platform-details"},
+		check: func(ids []string) error {
+			for _, id := range ids {
+				if !strings.HasPrefix(id, "ami-") {
+					return errorf(http.StatusBadRequest, "InvalidAMIID.Malformed", "Invalid id: \"%s\" (expecting \"ami-...\")", id)
+				}
+			}
+			return notFound(ids, func(id string) bool { _, ok := f.net.images[id]; return ok }, "InvalidAMIID.NotFound", "image id")
+		}})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		if !strings.HasPrefix(id, "ami-") {
-			return nil, errorf(http.StatusBadRequest, "InvalidAMIID.Malformed", "Invalid id: \"%s\" (expecting \"ami-...\")", id)
-		}
-	}
-	if err := notFound(ids, func(id string) bool { _, ok := f.net.images[id]; return ok }, "InvalidAMIID.NotFound", "image id"); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeImagesResult{Images: []xImage{}}
 	for _, id := range slices.Sorted(maps.Keys(f.net.images)) {
 		im := f.net.images[id]
@@ -72,7 +68,7 @@ func (f *Front) describeImages(c *call) (any, error) {
 				"owner-id": {x.ImageOwnerID}, "state": {"available"}, "image-type": {"machine"}, "is-public": {"true"},
 				"root-device-type": {"ebs"}, "virtualization-type": {"hvm"}, "platform-details": {"Linux/UNIX"}}[name]
 		}
-		if matches(fs, nil, get) {
+		if matches(req.filters, nil, get) {
 			out.Images = append(out.Images, x)
 		}
 	}
@@ -125,27 +121,21 @@ type describeInstanceTypesResult struct {
 }
 
 func (f *Front) describeInstanceTypes(c *call) (any, error) {
-	names := c.p.list("InstanceType")
-	fs, err := parseFilters(c.p, "instance-type", "processor-info.supported-architecture", "vcpu-info.default-vcpus",
-		"memory-info.size-in-mib", "network-info.efa-supported", "current-generation")
+	req, err := f.describe(c, describeSpec{ids: "InstanceType", maxPage: 100,
+		filters: []string{"instance-type", "processor-info.supported-architecture", "vcpu-info.default-vcpus",
+			"memory-info.size-in-mib", "network-info.efa-supported", "current-generation"},
+		check: func(names []string) error {
+			for _, n := range names {
+				if _, ok := f.net.types[n]; !ok {
+					return errorf(http.StatusBadRequest, "InvalidInstanceType", "The following supplied instance types do not exist: [%s]", n)
+				}
+			}
+			return nil
+		}})
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.p.onePage("NextToken", "MaxResults", 5, 100)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := f.net.types[n]; !ok {
-			return nil, errorf(http.StatusBadRequest, "InvalidInstanceType", "The following supplied instance types do not exist: [%s]", n)
-		}
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	names := req.ids
 	out := &describeInstanceTypesResult{Types: []xInstanceTypeInfo{}}
 	for _, n := range slices.Sorted(maps.Keys(f.net.types)) {
 		t := f.net.types[n]
@@ -158,11 +148,11 @@ func (f *Front) describeInstanceTypes(c *call) (any, error) {
 				"vcpu-info.default-vcpus": {strconv.Itoa(t.VCPU)}, "memory-info.size-in-mib": {strconv.FormatInt(t.MemoryMiB, 10)},
 				"network-info.efa-supported": {strconv.FormatBool(t.EFA)}, "current-generation": {"true"}}[name]
 		}
-		if matches(fs, nil, get) {
+		if matches(req.filters, nil, get) {
 			out.Types = append(out.Types, x)
 		}
 	}
-	return out, page.fits(len(out.Types))
+	return out, req.page.fits(len(out.Types))
 }
 
 func xInstanceTypeOf(t api.InstanceType) xInstanceTypeInfo {
@@ -196,23 +186,15 @@ type describeHostsResult struct {
 }
 
 func (f *Front) describeHosts(c *call) (any, error) {
-	ids := c.p.list("HostId")
-	fs, err := parseFilters(c.p, "availability-zone", "instance-type", "state")
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
 	exists := func(id string) bool {
 		return slices.ContainsFunc(f.net.aws.Hosts, func(h api.AWSDedicatedHost) bool { return h.ID == id })
 	}
-	if err := notFound(ids, exists, "InvalidHostID.NotFound", "host ID"); err != nil {
+	req, err := f.describe(c, describeSpec{ids: "HostId", filters: []string{"availability-zone", "instance-type", "state"},
+		check: exist(exists, "InvalidHostID.NotFound", "host ID")})
+	if err != nil {
 		return nil, err
 	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeHostsResult{Hosts: []xHost{}}
 	for _, h := range f.net.aws.Hosts {
 		if len(ids) > 0 && !slices.Contains(ids, h.ID) {
@@ -221,7 +203,7 @@ func (f *Front) describeHosts(c *call) (any, error) {
 		get := func(name string) []string {
 			return map[string][]string{"availability-zone": {h.Zone}, "instance-type": {h.InstanceType}, "state": {"available"}}[name]
 		}
-		if matches(fs, nil, get) {
+		if matches(req.filters, nil, get) {
 			out.Hosts = append(out.Hosts, xHost{HostID: h.ID, AvailabilityZone: h.Zone, State: "available",
 				InstanceType: h.InstanceType, OwnerID: f.net.account})
 		}

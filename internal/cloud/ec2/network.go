@@ -85,19 +85,11 @@ type describeVpcsResult struct {
 }
 
 func (f *Front) describeVpcs(c *call) (any, error) {
-	ids := c.p.list("VpcId")
-	fs, err := parseFilters(c.p, "vpc-id", "cidr", "cidr-block-association.cidr-block", "state", "is-default", "owner-id")
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
 	vpc := f.net.aws.VPC
-	if err := notFound(ids, func(id string) bool { return id == vpc.ID }, "InvalidVpcID.NotFound", "vpc ID"); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
+	req, err := f.describe(c, describeSpec{ids: "VpcId",
+		filters: []string{"vpc-id", "cidr", "cidr-block-association.cidr-block", "state", "is-default", "owner-id"},
+		check:   exist(func(id string) bool { return id == vpc.ID }, "InvalidVpcID.NotFound", "vpc ID")})
+	if err != nil {
 		return nil, err
 	}
 	out := &describeVpcsResult{Vpcs: []xVPC{}}
@@ -116,7 +108,7 @@ func (f *Front) describeVpcs(c *call) (any, error) {
 		}
 		return nil
 	}
-	if matches(fs, vpc.Tags, get) {
+	if matches(req.filters, vpc.Tags, get) {
 		out.Vpcs = append(out.Vpcs, xVPC{VPCID: vpc.ID, OwnerID: f.net.account, State: "available", CIDRBlock: vpc.CIDR,
 			DHCPOptionsID: "dopt-" + strings.TrimPrefix(vpc.ID, "vpc-"), InstanceTenancy: "default", Tags: xTags(vpc.Tags)})
 	}
@@ -145,21 +137,14 @@ type describeSubnetsResult struct {
 }
 
 func (f *Front) describeSubnets(c *call) (any, error) {
-	ids := c.p.list("SubnetId")
-	fs, err := parseFilters(c.p, "subnet-id", "vpc-id", "availability-zone", "availability-zone-id", "cidr-block", "cidr",
-		"state", "default-for-az", "map-public-ip-on-launch", "owner-id")
+	req, err := f.describe(c, describeSpec{ids: "SubnetId",
+		filters: []string{"subnet-id", "vpc-id", "availability-zone", "availability-zone-id", "cidr-block", "cidr",
+			"state", "default-for-az", "map-public-ip-on-launch", "owner-id"},
+		check: exist(func(id string) bool { _, ok := f.net.subnets[id]; return ok }, "InvalidSubnetID.NotFound", "subnet ID")})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	if err := notFound(ids, func(id string) bool { _, ok := f.net.subnets[id]; return ok }, "InvalidSubnetID.NotFound", "subnet ID"); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeSubnetsResult{Subnets: []xSubnet{}}
 	for _, s := range f.net.aws.Subnets {
 		if len(ids) > 0 && !slices.Contains(ids, s.ID) {
@@ -188,7 +173,7 @@ func (f *Front) describeSubnets(c *call) (any, error) {
 			}
 			return nil
 		}
-		if !matches(fs, s.Tags, get) {
+		if !matches(req.filters, s.Tags, get) {
 			continue
 		}
 		p := netip.MustParsePrefix(s.CIDR)
@@ -223,26 +208,22 @@ type describeSecurityGroupsResult struct {
 }
 
 func (f *Front) describeSecurityGroups(c *call) (any, error) {
-	ids, names := c.p.list("GroupId"), c.p.list("GroupName")
-	fs, err := parseFilters(c.p, "group-id", "group-name", "vpc-id", "description", "owner-id")
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	if err := notFound(ids, func(id string) bool { _, ok := f.net.sgs[id]; return ok }, "InvalidGroup.NotFound", "security group"); err != nil {
-		return nil, err
-	}
+	names := c.p.list("GroupName")
 	byName := func(n string) bool {
 		return slices.ContainsFunc(f.net.aws.SecurityGroups, func(g api.AWSSecurityGroup) bool { return g.Name == n })
 	}
-	if err := notFound(names, byName, "InvalidGroup.NotFound", "security group"); err != nil {
+	req, err := f.describe(c, describeSpec{ids: "GroupId",
+		filters: []string{"group-id", "group-name", "vpc-id", "description", "owner-id"},
+		check: func(ids []string) error {
+			if err := notFound(ids, func(id string) bool { _, ok := f.net.sgs[id]; return ok }, "InvalidGroup.NotFound", "security group"); err != nil {
+				return err
+			}
+			return notFound(names, byName, "InvalidGroup.NotFound", "security group")
+		}})
+	if err != nil {
 		return nil, err
 	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeSecurityGroupsResult{Groups: []xSecurityGroup{}}
 	for _, g := range f.net.aws.SecurityGroups {
 		if len(ids) > 0 && !slices.Contains(ids, g.ID) || len(names) > 0 && !slices.Contains(names, g.Name) {
@@ -263,7 +244,7 @@ func (f *Front) describeSecurityGroups(c *call) (any, error) {
 			}
 			return nil
 		}
-		if matches(fs, g.Tags, get) {
+		if matches(req.filters, g.Tags, get) {
 			out.Groups = append(out.Groups, xSecurityGroup{OwnerID: f.net.account, GroupID: g.ID, GroupName: g.Name,
 				GroupDescription: g.Description, VPCID: f.net.aws.VPC.ID,
 				IPPermissionsOut: []xIPPermission{{IPProtocol: "-1", CIDRs: []string{"0.0.0.0/0"}}}, Tags: xTags(g.Tags)})
@@ -289,23 +270,17 @@ type describeZonesResult struct {
 }
 
 func (f *Front) describeAvailabilityZones(c *call) (any, error) {
-	names, zids := c.p.list("ZoneName"), c.p.list("ZoneId")
+	zids := c.p.list("ZoneId")
 	if _, err := c.p.boolean("AllAvailabilityZones", false); err != nil {
 		return nil, err
 	}
-	fs, err := parseFilters(c.p, "zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status")
+	req, err := f.describe(c, describeSpec{ids: "ZoneName",
+		filters: []string{"zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status"},
+		check:   exist(func(z string) bool { return slices.Contains(f.net.zones, z) }, "InvalidParameterValue", "zone")})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	if err := notFound(names, func(z string) bool { return slices.Contains(f.net.zones, z) }, "InvalidParameterValue", "zone"); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	names := req.ids
 	out := &describeZonesResult{Zones: []xZone{}}
 	for _, z := range f.net.zones {
 		x := xZone{ZoneName: z, ZoneID: f.net.zoneID(z), ZoneState: "available", RegionName: f.net.region,
@@ -317,7 +292,7 @@ func (f *Front) describeAvailabilityZones(c *call) (any, error) {
 			return map[string][]string{"zone-name": {z}, "zone-id": {x.ZoneID}, "region-name": {f.net.region},
 				"state": {"available"}, "zone-type": {x.ZoneType}, "group-name": {f.net.region}, "opt-in-status": {x.OptInStatus}}[name]
 		}
-		if matches(fs, nil, get) {
+		if matches(req.filters, nil, get) {
 			out.Zones = append(out.Zones, x)
 		}
 	}

@@ -171,22 +171,13 @@ type describeVolumesResult struct {
 }
 
 func (f *Front) describeVolumes(c *call) (any, error) {
-	ids := c.p.list("VolumeId")
-	fs, err := parseFilters(c.p, "volume-id", "attachment.instance-id", "attachment.device", "availability-zone",
-		"status", "volume-type", "encrypted", "size")
+	req, err := f.describe(c, describeSpec{ids: "VolumeId", maxPage: 500,
+		filters: []string{"volume-id", "attachment.instance-id", "attachment.device", "availability-zone",
+			"status", "volume-type", "encrypted", "size"}})
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.p.onePage("NextToken", "MaxResults", 5, 500)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeVolumesResult{Volumes: []xVolume{}}
 	seen := map[string]bool{}
 	for _, i := range f.instances() {
@@ -203,7 +194,7 @@ func (f *Front) describeVolumes(c *call) (any, error) {
 					"attachment.device": {b.DeviceName}, "availability-zone": {i.Zone}, "status": {"in-use"},
 					"volume-type": {b.VolumeType}, "encrypted": {fmt.Sprint(b.Encrypted)}, "size": {fmt.Sprint(b.SizeGiB)}}[name]
 			}
-			if !matches(fs, b.Tags, get) {
+			if !matches(req.filters, b.Tags, get) {
 				continue
 			}
 			seen[b.VolumeID] = true
@@ -214,7 +205,7 @@ func (f *Front) describeVolumes(c *call) (any, error) {
 					Status: attachStatus(i.State), AttachTime: launch, DeleteOnTermination: b.DeleteOnTermination}}})
 		}
 	}
-	if err := page.fits(len(out.Volumes)); err != nil {
+	if err := req.page.fits(len(out.Volumes)); err != nil {
 		return nil, err
 	}
 	if err := notFound(ids, func(id string) bool { return seen[id] }, "InvalidVolume.NotFound", "volume"); err != nil {
@@ -236,22 +227,13 @@ type describeENIsResult struct {
 }
 
 func (f *Front) describeNetworkInterfaces(c *call) (any, error) {
-	ids := c.p.list("NetworkInterfaceId")
-	fs, err := parseFilters(c.p, "network-interface-id", "attachment.instance-id", "subnet-id", "vpc-id",
-		"availability-zone", "private-ip-address", "interface-type", "group-id", "status")
+	req, err := f.describe(c, describeSpec{ids: "NetworkInterfaceId", maxPage: 1000,
+		filters: []string{"network-interface-id", "attachment.instance-id", "subnet-id", "vpc-id",
+			"availability-zone", "private-ip-address", "interface-type", "group-id", "status"}})
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.p.onePage("NextToken", "MaxResults", 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ready(); err != nil {
-		return nil, err
-	}
-	if err := c.fault(f, nil, nil); err != nil {
-		return nil, err
-	}
+	ids := req.ids
 	out := &describeENIsResult{Interfaces: []xENI{}}
 	seen := map[string]bool{}
 	for _, i := range f.instances() {
@@ -271,14 +253,14 @@ func (f *Front) describeNetworkInterfaces(c *call) (any, error) {
 					"private-ip-address": {n.PrivateIP}, "interface-type": {n.InterfaceType}, "status": {"in-use"},
 					"group-id": mapSlice(n.Groups, func(g api.EC2Group) string { return g.ID })}[name]
 			}
-			if !matches(fs, n.Tags, get) {
+			if !matches(req.filters, n.Tags, get) {
 				continue
 			}
 			seen[n.ID] = true
 			out.Interfaces = append(out.Interfaces, xENI{xInstanceENI: x, AvailabilityZone: i.Zone, Tags: xTags(n.Tags)})
 		}
 	}
-	if err := page.fits(len(out.Interfaces)); err != nil {
+	if err := req.page.fits(len(out.Interfaces)); err != nil {
 		return nil, err
 	}
 	if err := notFound(ids, func(id string) bool { return seen[id] }, "InvalidNetworkInterfaceID.NotFound", "network interface"); err != nil {

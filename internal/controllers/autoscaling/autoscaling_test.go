@@ -153,7 +153,8 @@ func updateMachineSet(t *testing.T, e *testenv.Env, name string, status bool, mu
 		}
 		mutate(ms)
 		if status {
-			return e.Client.Status().Update(context.Background(), ms)
+			// A mirror's status is machina's to write (config/admission/authority-status.yaml).
+			return e.ManagerClient().Status().Update(context.Background(), ms)
 		}
 		return e.Client.Update(context.Background(), ms)
 	})

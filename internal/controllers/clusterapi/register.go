@@ -9,6 +9,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/cluster"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/machine"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/machinedeployment"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
@@ -21,7 +22,7 @@ const GroupName = "clusterapi"
 func Group() manager.Group {
 	return manager.Group{
 		Name:        GroupName,
-		Description: "Cluster API (cluster.x-k8s.io): Cluster, Machine, MachineSet, MachineHealthCheck, MachinePool, for any contract-following provider",
+		Description: "Cluster API (cluster.x-k8s.io): Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck, MachinePool, for any contract-following provider",
 		Setup:       Setup,
 	}
 }
@@ -52,6 +53,12 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		return err
 	}
 	if err := setupMachineSet(mgr, env, resolver, remotes); err != nil {
+		return err
+	}
+	if err := (&machinedeployment.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: events.For(mgr, "clusterapi-machinedeployment"),
+	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return setupMachinePool(mgr, env, resolver, remotes)

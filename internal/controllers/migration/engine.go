@@ -141,7 +141,10 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 			return ctrl.Result{}, err
 		}
 	}
-	if ok, why := s.paused(from); !ok {
+	if ok, why, err := e.acknowledged(ctx, s, from); err != nil || !ok {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
@@ -179,7 +182,10 @@ func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.Mach
 		return ctrl.Result{}, err
 	}
 	if to == machinev1beta1.MachineAuthorityMachineAPI {
-		if ok, why := s.paused(machinev1beta1.MachineAuthorityClusterAPI); !ok {
+		if ok, why, err := e.acknowledged(ctx, s, machinev1beta1.MachineAuthorityClusterAPI); err != nil || !ok {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
 			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "rolling back: waiting for the ClusterAPI controllers to pause: "+why)
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
@@ -194,6 +200,24 @@ func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.Mach
 	e.event(s.mapiObject(), corev1.EventTypeNormal, RolledBackReason, "Migration cancelled; %s stays authoritative", to)
 	e.pending.done(s.mapiObject())
 	return ctrl.Result{}, nil
+}
+
+// acknowledged reports whether every controller of the side has acknowledged its pause: the
+// side's own copy and, going from the Cluster API, the InfraMachine's provider, whose
+// controller is the one that launches instances.
+func (e *engine) acknowledged(ctx context.Context, s subject, side machinev1beta1.MachineAuthority) (bool, string, error) {
+	if ok, why := s.paused(side); !ok {
+		return false, why, nil
+	}
+	if i, ok := s.(infraPauser); ok && side == machinev1beta1.MachineAuthorityClusterAPI {
+		return i.infraPaused(ctx, e.client)
+	}
+	return true, "", nil
+}
+
+// infraPauser is a subject whose Cluster API side includes an InfraMachine.
+type infraPauser interface {
+	infraPaused(ctx context.Context, c client.Reader) (bool, string, error)
 }
 
 func condition(status corev1.ConditionStatus, reason, msg string) *machinev1beta1.Condition {

@@ -83,7 +83,7 @@ func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) err
 	infra, p, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
 	if infra != nil {
-		s.infra, s.infraFinalizers = infra, p.InfraMachineFinalizers
+		s.infra, s.infraFinalizers, s.infraGVK = infra, p.InfraMachineFinalizers, p.InfraMachine
 	}
 	return err
 }
@@ -94,6 +94,7 @@ type machineSubject struct {
 	infra *metav1.PartialObjectMetadata
 	// infraFinalizers are the finalizers the InfraMachine's provider controller sets.
 	infraFinalizers []string
+	infraGVK        schema.GroupVersionKind
 }
 
 func (s *machineSubject) mapiObject() client.Object               { return s.mapi }

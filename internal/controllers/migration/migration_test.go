@@ -92,6 +92,7 @@ func TestMigration(t *testing.T) {
 	t.Run("ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration)
 	t.Run("ManyHandoversLaunchNothing", testManyHandoversLaunchNothing)
 	t.Run("ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating)
+	t.Run("LaunchInFlight_OneInstance", testLaunchInFlight)
 }
 
 func testRoundTrip(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // CAPA v2.13 writes its Paused condition in the v1beta1 form; the stand-in must too
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -132,7 +134,14 @@ func (s *awsStandIn) actuate(ctx context.Context, m *machinev1beta1.Machine) err
 // capa is the Cluster API AWS provider: it acts only on unpaused AWSMachines, adding its
 // finalizer and reporting the instance ready; a deleted AWSMachine lets go.
 func (s *awsStandIn) capa(ctx context.Context, m *capav1.AWSMachine) error {
-	if _, paused := m.Annotations[clusterv1.PausedAnnotation]; paused {
+	_, paused := m.Annotations[clusterv1.PausedAnnotation]
+	// CAPA v2's paused helper: a change of the Paused condition (v1beta1 form) is stored on
+	// its own, and the pass ends there.
+	before := m.DeepCopy()
+	if changed := setV1Beta1Paused(m, paused); changed {
+		return s.e.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	}
+	if paused {
 		return nil
 	}
 	base := m.DeepCopy()
@@ -167,4 +176,25 @@ func setAWSInfrastructure(ctx context.Context, e *testenv.Env, region string) er
 	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType,
 		AWS: &configv1.AWSPlatformStatus{Region: region}}
 	return e.Client.Status().Patch(ctx, infra, client.MergeFrom(base))
+}
+
+// setV1Beta1Paused sets the Paused condition as CAPA v2 writes it (Cluster API's v1beta1
+// condition form, no observedGeneration) and reports whether it changed.
+func setV1Beta1Paused(m *capav1.AWSMachine, paused bool) bool {
+	c := clusterv1beta1.Condition{Type: clusterv1beta1.PausedV1Beta2Condition, Status: corev1.ConditionFalse,
+		Reason: clusterv1beta1.NotPausedV1Beta2Reason, LastTransitionTime: metav1.Now()}
+	if paused {
+		c.Status, c.Reason = corev1.ConditionTrue, clusterv1beta1.PausedV1Beta2Reason
+	}
+	for i, old := range m.Status.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				return false
+			}
+			m.Status.Conditions[i] = c
+			return true
+		}
+	}
+	m.Status.Conditions = append(m.Status.Conditions, c)
+	return true
 }

@@ -66,6 +66,9 @@ func testMachineSetMirror(t *testing.T) {
 	if tmpl.Spec.Template.Spec.InstanceType != "s1.large" {
 		t.Errorf("template spec %+v", tmpl.Spec.Template.Spec)
 	}
+	if _, paused := tmpl.Annotations[clusterv1.PausedAnnotation]; !paused || tmpl.Annotations[synccommon.MirrorOfAnnotation] != "MachineSet/workers" {
+		t.Errorf("template mirror must be paused and marked %s=MachineSet/workers: %v", synccommon.MirrorOfAnnotation, tmpl.Annotations)
+	}
 	// The Machines' Cluster API copies belong to the Cluster API MachineSet.
 	var machines clusterv1.MachineList
 	if err := e.Client.List(ctx, &machines, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "workers"}); err != nil {

@@ -100,6 +100,7 @@ func TestSync(t *testing.T) {
 	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
 	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
 	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
+	t.Run("ClusterAPIAuthoritativeMachineSetDeleted_MachineAPIMachinesKeepRunning", testClusterAPIMachineSetDeletedMachinesKept)
 	t.Run("PausedMachineSetMirrorDeleted_RecreatedMachinesKept", testMachineSetMirrorDeleted)
 	t.Run("PausedMachineHealthCheckMirrorDeleted_Recreated", testMHCMirrorDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
@@ -111,6 +112,7 @@ func TestSync(t *testing.T) {
 	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
 	t.Run("AutoscalerReplicasMirrored", testAutoscalerReplicas)
 	t.Run("ClusterAPIAuthoritativeWithMirror_MachineAPITakesClusterAPISpec", testClusterAPIWithMirror)
+	t.Run("ClusterAPIMachineSetFirst_SyncFinalizerOnBothDeletionCarried", testClusterAPIMachineSetFirst)
 	t.Run("CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone)
 	t.Run("TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI)
 }
@@ -142,6 +144,12 @@ func testMirrorCreated(t *testing.T) {
 	}
 	if _, paused := sm.Annotations[clusterv1.PausedAnnotation]; !paused || sm.Spec.InstanceType != "s1.large" {
 		t.Errorf("SimMachine mirror: %v %+v", sm.Annotations, sm.Spec)
+	}
+	// No sync finalizer on the InfraMachine (its Machine carries the deletion); the sync's mark
+	// tells admission it is a mirror.
+	if sm.Annotations[synccommon.MirrorOfAnnotation] != "Machine/mirror" || controllerutil.ContainsFinalizer(sm, synccommon.SyncFinalizer) {
+		t.Errorf("SimMachine mirror must be marked %s=Machine/mirror, without the sync finalizer: %v %v",
+			synccommon.MirrorOfAnnotation, sm.Annotations, sm.Finalizers)
 	}
 
 	// Status flows from the authoritative side once the Machine API has provisioned it.

@@ -29,7 +29,7 @@ func Group() manager.Group {
 // Setup adds the sync controllers to mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	mapiNS, capiNS := env.Namespaces()
-	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
+	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS, AdditionalSyncMachineLabels: env.AdditionalSyncMachineLabels}
 	providers := env.ProviderRegistry()
 	if err := (&machinesync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machine"),

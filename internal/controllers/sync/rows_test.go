@@ -13,10 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
 )
 
 // handMadeCAPIMachine creates a Cluster API Machine and its SimMachine (instance type
@@ -77,6 +79,90 @@ func testClusterAPIWithMirror(t *testing.T) {
 	if _, paused := after.Annotations[clusterv1.PausedAnnotation]; paused {
 		t.Error("the authoritative Cluster API Machine was paused")
 	}
+
+	// Both copies of a pair carry the sync finalizer, one born in the Cluster API too, so
+	// deleting the authoritative Cluster API Machine deletes its Machine API copy instead of
+	// the sync creating the Cluster API Machine again from it.
+	e.Eventually(30*time.Second, "sync finalizer on the Cluster API Machine", func(ctx context.Context) (bool, string, error) {
+		c, err := getCAPI(ctx, e, "adopted")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer), fmt.Sprint(c.Finalizers), nil
+	})
+	if err := e.Client.Delete(ctx, after); err != nil {
+		t.Fatal(err)
+	}
+	waitPairGone(t, e, "adopted", &machinev1beta1.Machine{}, &clusterv1.Machine{})
+}
+
+// waitPairGone waits until neither copy of name exists (mapi and capi are empty objects of the
+// pair's kinds).
+func waitPairGone(t *testing.T, e *testenv.Env, name string, mapi, capi client.Object) {
+	t.Helper()
+	e.Eventually(60*time.Second, "both copies gone", func(ctx context.Context) (bool, string, error) {
+		errM := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, mapi)
+		errC := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, capi)
+		return apierrors.IsNotFound(errM) && apierrors.IsNotFound(errC), fmt.Sprintf("mapi: %v %v deleting %v; capi: %v %v deleting %v",
+			errM, mapi.GetFinalizers(), mapi.GetDeletionTimestamp() != nil, errC, capi.GetFinalizers(), capi.GetDeletionTimestamp() != nil), nil
+	})
+}
+
+// Row: a Machine API MachineSet created ClusterAPI-authoritative for an existing Cluster API
+// MachineSet takes its spec, and the Cluster API MachineSet gets the sync finalizer, so its
+// deletion reaches the Machine API copy instead of the sync creating it again.
+func testClusterAPIMachineSetFirst(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	const name = "capi-first"
+	tmpl := &infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name + "-tmpl", Namespace: capiNS},
+		Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
+			Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}}}
+	// The selector the Machine API copy below has (mapiMachineSet): a selector is immutable on
+	// both APIs, so a copy made for an existing MachineSet must select the same Machines.
+	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": name}
+	cms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS,
+		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Spec: clusterv1.MachineSetSpec{ClusterName: cluster, Replicas: ptr.To[int32](0),
+			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
+				Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
+					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName,
+						Kind: "SimMachineTemplate", Name: tmpl.Name}}}}}
+	for _, o := range []client.Object{tmpl, cms} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := mapiMachineSet(name, 0)
+	ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "Machine API copy synchronised, sync finalizer on both", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getMS(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var ps infrav1.SimMachineProviderSpec
+		_ = json.Unmarshal(m.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps)
+		return ps.InstanceType == "s1.xlarge" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+				controllerutil.ContainsFinalizer(m, synccommon.SyncFinalizer) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer),
+			fmt.Sprintf("instance type %q, %s, finalizers %v / %v", ps.InstanceType, mapiCond(m.Status.Conditions), m.Finalizers, c.Finalizers), nil
+	})
+	if err := e.Client.Delete(ctx, cms); err != nil {
+		t.Fatal(err)
+	}
+	waitPairGone(t, e, name, &machinev1beta1.MachineSet{}, &clusterv1.MachineSet{})
+}
+
+func mapiCond(conds []machinev1beta1.Condition) string {
+	c := mapicond.Get(conds, synccommon.SynchronizedCondition)
+	if c == nil {
+		return "no Synchronized condition"
+	}
+	return fmt.Sprintf("Synchronized=%s %s", c.Status, c.Message)
 }
 
 // Row: a Cluster API Machine created with no Machine API mirror lives on its own, unless its

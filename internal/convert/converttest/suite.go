@@ -27,6 +27,9 @@ type Suite[P, S any] struct {
 	// RandomCAPIMachine returns an arbitrary Cluster API Machine and the spec and provider ID
 	// of its InfraMachine.
 	RandomCAPIMachine func(*Gen) (m *clusterv1.Machine, spec S, providerID string)
+	// MachineLabels, when set, returns further labels for a generated Cluster API Machine
+	// (for example the control-plane label on a platform that converts it).
+	MachineLabels func(*Gen) map[string]string
 	// MinAcceptedPercent is the share of arbitrary inputs, in percent of the cases, that must
 	// be accepted; fewer means the generators no longer exercise conversion.
 	MinAcceptedPercent int64
@@ -83,6 +86,11 @@ func (s Suite[P, S]) capiLabels() map[string]string {
 func (s Suite[P, S]) capiMachine(t *testing.T, g *Gen) {
 	pid := s.ProviderID(g)
 	m := g.CAPIMachine(s.Ctx, pid)
+	if s.MachineLabels != nil {
+		for k, v := range s.MachineLabels(g) {
+			m.Labels[k] = v
+		}
+	}
 	infra := s.Ctx.Platform.NewInfraMachine(s.InfraSpec(g), pid)
 	infra.SetName(m.Name)
 	infra.SetNamespace(m.Namespace)

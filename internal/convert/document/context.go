@@ -59,6 +59,11 @@ func buildContext(work, infra, ctxDocs []Document, opts Options, reg *provider.R
 	if c.Platform, err = p.NewPlatform(region); err != nil {
 		return c, &InputError{Where: "context", Err: err}
 	}
+	if p.ApplyClusterObject != nil {
+		for _, d := range ctxDocs {
+			c.Platform = p.ApplyClusterObject(c.Platform, d.Object)
+		}
+	}
 	return c, nil
 }
 
@@ -86,7 +91,11 @@ func clusterName(work []Document, infraObj *configv1.Infrastructure, opts Option
 			v, from = o.Spec.ClusterName, "spec.clusterName"
 		}
 		if v != "" {
-			res.Notes = append(res.Notes, fmt.Sprintf("cluster name %q taken from %s %s (%s); give --cluster-name or --infrastructure to set it", v, kindOf(d.Object), name(d.Object), from))
+			hint := "give --cluster-name or --infrastructure to set it"
+			if infraObj != nil {
+				hint = "the Infrastructure given has no status.infrastructureName; give --cluster-name to set it"
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("cluster name %q taken from %s %s (%s); %s", v, kindOf(d.Object), name(d.Object), from, hint))
 			return v
 		}
 	}
@@ -116,10 +125,17 @@ func clusterRegion(p provider.Provider, where string, work, ctxDocs []Document, 
 	if region == "" {
 		region, from = regionOf(infraCluster), "the "+p.InfraCluster.Kind
 	}
-	if region == "" {
-		region = specRegion(p, work, res)
+	hint := "give --region or --infrastructure to set it"
+	if infraObj != nil || infraCluster != nil {
+		hint = "the cluster-wide objects given name no " + p.Name + " region; give --region to set it"
 	}
 	if region == "" {
+		region = inputRegion(p, work, hint, res)
+	}
+	if region == "" {
+		if infraObj != nil || infraCluster != nil {
+			return "", &InputError{Where: where, Err: fmt.Errorf("cannot tell the cluster's %s region: %s", p.Name, hint)}
+		}
 		return "", &InputError{Where: where, Err: fmt.Errorf("cannot tell the cluster's %s region: give --region, or --infrastructure with %s", p.Name, oneOf(contextKinds(reg), "or"))}
 	}
 	if r := regionOf(infraCluster); r != "" && r != region {
@@ -128,20 +144,35 @@ func clusterRegion(p provider.Provider, where string, work, ctxDocs []Document, 
 	return region, nil
 }
 
-// specRegion returns the first region a providerSpec of the input names, noting where it
-// was found.
-func specRegion(p provider.Provider, work []Document, res *Result) string {
+// inputRegion returns the first region the input names: in a providerSpec, or by the zone of
+// a Cluster API Machine or MachineSet when the platform can tell a zone's region. It notes
+// where it was found, with hint on how to set it instead.
+func inputRegion(p provider.Provider, work []Document, hint string, res *Result) string {
 	for _, d := range work {
-		v := providerSpecOf(d.Object)
-		if v == nil || v.Raw == nil || p.SpecRegion == nil {
-			continue
+		r, from := "", d.Where
+		switch o := d.Object.(type) {
+		case *clusterv1.Machine:
+			r, from = zoneRegion(p, o.Spec.FailureDomain), "spec.failureDomain "+o.Spec.FailureDomain
+		case *clusterv1.MachineSet:
+			r, from = zoneRegion(p, o.Spec.Template.Spec.FailureDomain), "spec.template.spec.failureDomain "+o.Spec.Template.Spec.FailureDomain
+		default:
+			if v := providerSpecOf(d.Object); v != nil && v.Raw != nil && p.SpecRegion != nil {
+				r = p.SpecRegion(v.Raw)
+			}
 		}
-		if r := p.SpecRegion(v.Raw); r != "" {
-			res.Notes = append(res.Notes, fmt.Sprintf("cluster region %q taken from %s %s (%s); give --region or --infrastructure to set it", r, kindOf(d.Object), name(d.Object), d.Where))
+		if r != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("cluster region %q taken from %s %s (%s); %s", r, kindOf(d.Object), name(d.Object), from, hint))
 			return r
 		}
 	}
 	return ""
+}
+
+func zoneRegion(p provider.Provider, zone string) string {
+	if zone == "" || p.ZoneRegion == nil {
+		return ""
+	}
+	return p.ZoneRegion(zone)
 }
 
 // contextKinds names the kinds of context objects: "an Infrastructure" and the InfraClusters.

@@ -27,9 +27,39 @@ func decodeFile(t *testing.T, path string) []Document {
 	return docs
 }
 
-// TestGolden converts every fixture in testdata/<platform>/ (with that directory's
-// context.yaml), then converts the result back, and compares both reports and outputs with
-// the .golden file next to the fixture. Run with -update to rewrite the golden files.
+// fixtureOptions reads the options of a fixture: the context objects of X.context.yaml when
+// there is one (else the directory's context.yaml), and the flags on a leading
+// "# flags: --additional-sync-machine-labels=REGEX,..." line.
+func fixtureOptions(t *testing.T, in string, dirContext []Document) Options {
+	t.Helper()
+	opts := Options{Namespaces: convert.OpenShiftNamespaces, Context: dirContext}
+	own := strings.TrimSuffix(in, ".yaml") + ".context.yaml"
+	if _, err := os.Stat(own); err == nil {
+		opts.Context = decodeFile(t, own)
+	}
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	if flags, ok := strings.CutPrefix(first, "# flags: "); ok {
+		for _, f := range strings.Fields(flags) {
+			v, ok := strings.CutPrefix(f, convert.SyncMachineLabelsFlag+"=")
+			if !ok {
+				t.Fatalf("%s: unknown flag %s", in, f)
+			}
+			if opts.AdditionalSyncMachineLabels, err = convert.ParseSyncMachineLabels(strings.Split(v, ",")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return opts
+}
+
+// TestGolden converts every fixture in testdata/<platform>/ (with its context, see
+// fixtureOptions), then converts the result back with the same options, and compares both
+// reports and outputs with the .golden file next to the fixture. Run with -update to rewrite
+// the golden files.
 func TestGolden(t *testing.T) {
 	for _, platform := range []string{"aws", "sim"} {
 		dir := filepath.Join("testdata", platform)
@@ -39,11 +69,11 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, in := range inputs {
-			if filepath.Base(in) == "context.yaml" {
+			if strings.HasSuffix(in, "context.yaml") {
 				continue
 			}
 			t.Run(platform+"/"+strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
-				opts := Options{Namespaces: convert.OpenShiftNamespaces, Context: ctxDocs}
+				opts := fixtureOptions(t, in, ctxDocs)
 				var out bytes.Buffer
 				res, err := Convert(decodeFile(t, in), opts)
 				if err != nil {

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // Reasons of the Cluster's conditions beyond the upstream ones.
@@ -150,7 +152,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 	provisioned := infra.Provisioned("provisioned")
 	if provisioned && !ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false) {
 		cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-		r.event(cl, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+		events.Eventf(r.Recorder, cl, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
 		r.setPhase(cl, clusterv1.ClusterPhaseProvisioned)
 	}
 	if fds := failureDomains(infra); fds != nil {
@@ -164,7 +166,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 		}
 	}
 	mirrorReady(cl, infra, provisioned)
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 }
 
 // mirrorReady sets InfrastructureReady from the InfraCluster's Ready condition, or from its
@@ -191,23 +193,10 @@ func (r *Reconciler) setPhase(cl *clusterv1.Cluster, p clusterv1.ClusterPhase) {
 		return
 	}
 	cl.Status.Phase = string(p)
-	r.event(cl, corev1.EventTypeNormal, "Phase"+string(p), "Cluster %s is %s", cl.Name, p)
+	events.Eventf(r.Recorder, cl, corev1.EventTypeNormal, "Phase"+string(p), "Cluster %s is %s", cl.Name, p)
 }
 
 func setCondition(cl *clusterv1.Cluster, t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
 		ObservedGeneration: cl.Generation})
-}
-
-func (r *Reconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return DefaultResync
-}
-
-func (r *Reconciler) event(cl *clusterv1.Cluster, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(cl, typ, reason, format, args...)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
 )
 
 // reconcileDelete removes what belongs to the Cluster, in order, reporting each step in the
@@ -53,12 +54,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cl *clusterv1.Cluster)
 				clusterv1.ClusterInfrastructureDeletedReason, fmt.Sprintf("%s %s is being deleted", ref.Kind, ref.Name))
 			return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 		}
-		r.event(cl, corev1.EventTypeNormal, "InfrastructureDeleted", "%s %s is deleted", ref.Kind, ref.Name)
+		events.Eventf(r.Recorder, cl, corev1.EventTypeNormal, "InfrastructureDeleted", "%s %s is deleted", ref.Kind, ref.Name)
 	}
 
 	setCondition(cl, clusterv1.ClusterDeletingCondition, metav1.ConditionTrue, clusterv1.ClusterDeletingDeletionCompletedReason, "deletion completed")
 	controllerutil.RemoveFinalizer(cl, clusterv1.ClusterFinalizer)
-	r.event(cl, corev1.EventTypeNormal, "Deleted", "Cluster %s is deleted", cl.Name)
+	events.Eventf(r.Recorder, cl, corev1.EventTypeNormal, "Deleted", "Cluster %s is deleted", cl.Name)
 	return ctrl.Result{}, nil
 }
 

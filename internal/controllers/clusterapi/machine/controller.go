@@ -11,11 +11,9 @@ package machine
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -125,15 +123,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		helper.Finish(ctx, m, &res, &retErr, patch.OwnSpecChange)
 	}()
 
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		cluster = nil
+	cluster, err := gate.Cluster(ctx, r.Client, m.Namespace, m.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if d, _ := gate.ClusterAPI(m, cluster, &m.Status.Conditions); d.Paused {
-		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
+	if d, _ := gate.ClusterAPI(m, cluster, &m.Status.Conditions); d.Paused || d.Resumed {
+		// A resumed Machine stores the end of its pause before it acts.
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message, "resumed", d.Resumed)
 		return ctrl.Result{}, nil
 	}
 	if !m.DeletionTimestamp.IsZero() {
@@ -165,19 +161,5 @@ func ensureClusterLink(m *clusterv1.Machine, cluster *clusterv1.Cluster) {
 	if len(m.OwnerReferences) == 0 {
 		gvk := clusterv1.GroupVersion.WithKind("Cluster")
 		m.OwnerReferences = append(m.OwnerReferences, metaOwnerRef(gvk.GroupVersion().String(), gvk.Kind, cluster.Name, cluster.UID))
-	}
-}
-
-func (r *Reconciler) resync() time.Duration {
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	return d + time.Duration(rand.Int64N(int64(d/5)+1))
-}
-
-func (r *Reconciler) event(m *clusterv1.Machine, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(m, typ, reason, format, args...)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/drain"
+	"github.com/machina-dev/machina/internal/events"
 )
 
 // deletionSteps are the reasons of the Deleting condition in the order the steps run. The
@@ -72,7 +73,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 		if hooks := hookAnnotations(m, clusterv1.PreDrainDeleteHookAnnotationPrefix); len(hooks) > 0 {
 			if m.Status.Deletion.WaitForPreDrainHookStartTime.IsZero() {
 				m.Status.Deletion.WaitForPreDrainHookStartTime = now
-				r.event(m, corev1.EventTypeNormal, "WaitingForPreDrainHook", "Waiting for pre-drain hooks: %s", strings.Join(hooks, ", "))
+				events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "WaitingForPreDrainHook", "Waiting for pre-drain hooks: %s", strings.Join(hooks, ", "))
 			}
 			deleting(m, clusterv1.MachineDeletingWaitingForPreDrainHookReason, "waiting for pre-drain hooks: "+strings.Join(hooks, ", "))
 			return ctrl.Result{}, nil
@@ -101,7 +102,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 		if hooks := hookAnnotations(m, clusterv1.PreTerminateDeleteHookAnnotationPrefix); len(hooks) > 0 {
 			if m.Status.Deletion.WaitForPreTerminateHookStartTime.IsZero() {
 				m.Status.Deletion.WaitForPreTerminateHookStartTime = now
-				r.event(m, corev1.EventTypeNormal, "WaitingForPreTerminateHook", "Waiting for pre-terminate hooks: %s", strings.Join(hooks, ", "))
+				events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "WaitingForPreTerminateHook", "Waiting for pre-terminate hooks: %s", strings.Join(hooks, ", "))
 			}
 			deleting(m, clusterv1.MachineDeletingWaitingForPreTerminateHookReason, "waiting for pre-terminate hooks: "+strings.Join(hooks, ", "))
 			return ctrl.Result{}, nil
@@ -146,7 +147,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 	// Step 7: let the Machine go.
 	deleting(m, clusterv1.MachineDeletingDeletionCompletedReason, "deletion completed")
 	controllerutil.RemoveFinalizer(m, clusterv1.MachineFinalizer)
-	r.event(m, corev1.EventTypeNormal, "Deleted", "Machine %s is deleted", m.Name)
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "Deleted", "Machine %s is deleted", m.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -159,7 +160,7 @@ func (r *Reconciler) drainStep(ctx context.Context, wc client.Client, m *cluster
 		m.Status.Deletion.NodeDrainStartTime = now
 	}
 	if timedOut(m.Status.Deletion.NodeDrainStartTime, m.Spec.Deletion.NodeDrainTimeoutSeconds) {
-		r.event(m, corev1.EventTypeWarning, "DrainTimeout", "Gave up draining Node %s after %ds", nodeName, *m.Spec.Deletion.NodeDrainTimeoutSeconds)
+		events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "DrainTimeout", "Gave up draining Node %s after %ds", nodeName, *m.Spec.Deletion.NodeDrainTimeoutSeconds)
 		return ctrl.Result{}, true, nil
 	}
 	deleting(m, clusterv1.MachineDeletingDrainingNodeReason, "draining Node "+nodeName)
@@ -171,11 +172,11 @@ func (r *Reconciler) drainStep(ctx context.Context, wc client.Client, m *cluster
 	if !res.Done {
 		deleting(m, clusterv1.MachineDeletingDrainingNodeReason, fmt.Sprintf("draining Node %s: %s", nodeName, res.Summary()))
 		if len(res.Blocked) > 0 {
-			r.event(m, corev1.EventTypeWarning, "DrainBlocked", "Draining Node %s: %s", nodeName, res.Summary())
+			events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "DrainBlocked", "Draining Node %s: %s", nodeName, res.Summary())
 		}
 		return ctrl.Result{RequeueAfter: WaitRequeue}, false, nil
 	}
-	r.event(m, corev1.EventTypeNormal, "SuccessfulDrainNode", "Drained Node %s", nodeName)
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulDrainNode", "Drained Node %s", nodeName)
 	return ctrl.Result{}, true, nil
 }
 
@@ -187,7 +188,7 @@ func (r *Reconciler) volumeStep(ctx context.Context, wc client.Client, m *cluste
 		m.Status.Deletion.WaitForNodeVolumeDetachStartTime = now
 	}
 	if timedOut(m.Status.Deletion.WaitForNodeVolumeDetachStartTime, m.Spec.Deletion.NodeVolumeDetachTimeoutSeconds) {
-		r.event(m, corev1.EventTypeWarning, "VolumeDetachTimeout", "Gave up waiting for volumes to detach from Node %s", nodeName)
+		events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "VolumeDetachTimeout", "Gave up waiting for volumes to detach from Node %s", nodeName)
 		return ctrl.Result{}, true, nil
 	}
 	var node corev1.Node
@@ -222,7 +223,7 @@ func (r *Reconciler) deleteNodeStep(ctx context.Context, m *clusterv1.Machine, c
 	}
 	giveUp := func(err error) (ctrl.Result, bool, error) {
 		if !since.IsZero() && timedOut(since, m.Spec.Deletion.NodeDeletionTimeoutSeconds) {
-			r.event(m, corev1.EventTypeWarning, "NodeDeletionTimeout", "Gave up deleting Node %s: %v", nodeName, err)
+			events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "NodeDeletionTimeout", "Gave up deleting Node %s: %v", nodeName, err)
 			return ctrl.Result{}, true, nil
 		}
 		deleting(m, clusterv1.MachineDeletingDeletingNodeReason, fmt.Sprintf("deleting Node %s: %v", nodeName, err))
@@ -238,7 +239,7 @@ func (r *Reconciler) deleteNodeStep(ctx context.Context, m *clusterv1.Machine, c
 		return giveUp(err)
 	}
 	if err == nil {
-		r.event(m, corev1.EventTypeNormal, "SuccessfulDeleteNode", "Deleted Node %s", nodeName)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulDeleteNode", "Deleted Node %s", nodeName)
 	}
 	return ctrl.Result{}, true, nil
 }

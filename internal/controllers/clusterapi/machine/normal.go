@@ -15,6 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // reconcileNormal runs the steps of a Machine that is not being deleted: bootstrap, then
@@ -35,12 +37,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 		}
 	}
 	r.updatePhase(m)
-	setReady(m)
+	// Available waits for spec.minReadySeconds: come back when it has passed.
+	results = append(results, ctrl.Result{RequeueAfter: setReady(m)})
 	r.progressEvent(m, wasProvisioned, oldNode)
 	if len(errs) > 0 {
 		return ctrl.Result{}, errs[0]
 	}
-	out := ctrl.Result{RequeueAfter: r.resync()}
+	out := ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}
 	for _, res := range results {
 		if res.RequeueAfter > 0 && res.RequeueAfter < out.RequeueAfter {
 			out.RequeueAfter = res.RequeueAfter
@@ -76,7 +79,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machin
 			if name := cfg.String("status", "dataSecretName"); name != "" && cfg.Provisioned("dataSecretCreated") &&
 				!hasBootstrapData(m) {
 				m.Spec.Bootstrap.DataSecretName = ptr.To(name)
-				r.event(m, corev1.EventTypeNormal, "BootstrapDataReady", "%s %s provided bootstrap data Secret %s", ref.Kind, ref.Name, name)
+				events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "BootstrapDataReady", "%s %s provided bootstrap data Secret %s", ref.Kind, ref.Name, name)
 			}
 			if !hasBootstrapData(m) {
 				msg := fmt.Sprintf("%s %s has not provided bootstrap data yet", ref.Kind, ref.Name)
@@ -169,12 +172,12 @@ func (r *Reconciler) progressEvent(m *clusterv1.Machine, wasProvisioned bool, ol
 	node := m.Status.NodeRef.Name
 	switch {
 	case node != "" && node != oldNode && provisioned:
-		r.event(m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "%s %s is provisioned (providerID %s) and Machine %s has Node %s",
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "%s %s is provisioned (providerID %s) and Machine %s has Node %s",
 			ref.Kind, ref.Name, m.Spec.ProviderID, m.Name, node)
 	case node != "" && node != oldNode:
-		r.event(m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s", m.Name, node)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s", m.Name, node)
 	case provisioned:
-		r.event(m, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
 	}
 }
 
@@ -222,7 +225,7 @@ func (r *Reconciler) fail(m *clusterv1.Machine, reason capierrors.MachineStatusE
 	if msg != "" {
 		m.Status.Deprecated.V1Beta1.FailureMessage = ptr.To(msg)
 	}
-	r.event(m, corev1.EventTypeWarning, "Failed", "%s: %s", reason, msg)
+	events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "Failed", "%s: %s", reason, msg)
 }
 
 // machinePoolOwner returns the name of the MachinePool controlling m, "" when none.

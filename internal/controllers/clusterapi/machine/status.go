@@ -1,11 +1,18 @@
 package machine
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/machina-dev/machina/internal/events"
 )
 
 func setCondition(m *clusterv1.Machine, t string, s metav1.ConditionStatus, reason, msg string) {
@@ -32,9 +39,9 @@ func (r *Reconciler) setPhase(m *clusterv1.Machine, p clusterv1.MachinePhase) {
 	m.Status.LastUpdated = metav1.Now()
 	switch p {
 	case clusterv1.MachinePhaseFailed:
-		r.event(m, corev1.EventTypeWarning, "Phase"+string(p), "Machine %s is %s", m.Name, p)
+		events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "Phase"+string(p), "Machine %s is %s", m.Name, p)
 	case clusterv1.MachinePhaseDeleting:
-		r.event(m, corev1.EventTypeNormal, "Phase"+string(p), "Machine %s is %s", m.Name, p)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "Phase"+string(p), "Machine %s is %s", m.Name, p)
 	}
 }
 
@@ -66,8 +73,11 @@ func isProvisioned(m *clusterv1.Machine) bool {
 }
 
 // setReady summarises the Machine: Ready when bootstrap, infrastructure and Node are all
-// fine and it is not being deleted; Available follows Ready (no minReadySeconds handling).
-func setReady(m *clusterv1.Machine) {
+// fine, every spec.readinessGates condition has its normal status (True, or False for a
+// Negative polarity) and it is not being deleted. Available follows Ready once Ready has
+// been True for spec.minReadySeconds; setReady returns how long until then (0: nothing to
+// wait for).
+func setReady(m *clusterv1.Machine) time.Duration {
 	var notReady []string
 	for _, t := range []string{clusterv1.MachineBootstrapConfigReadyCondition, clusterv1.MachineInfrastructureReadyCondition,
 		clusterv1.MachineNodeHealthyCondition} {
@@ -75,26 +85,59 @@ func setReady(m *clusterv1.Machine) {
 			notReady = append(notReady, t)
 		}
 	}
-	switch {
+	switch gates := unmetReadinessGates(m); {
 	case !m.DeletionTimestamp.IsZero():
 		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionFalse, clusterv1.MachineNotReadyReason, "the Machine is being deleted")
-	case len(notReady) == 0:
+	case len(notReady) == 0 && len(gates) == 0:
 		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionTrue, clusterv1.MachineReadyReason, "")
 	default:
-		msg := "not true: "
-		for i, t := range notReady {
-			if i > 0 {
-				msg += ", "
-			}
-			msg += t
+		var parts []string
+		if len(notReady) > 0 {
+			parts = append(parts, "not true: "+strings.Join(notReady, ", "))
 		}
-		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionFalse, clusterv1.MachineNotReadyReason, msg)
+		if len(gates) > 0 {
+			parts = append(parts, "readiness gates not met: "+strings.Join(gates, ", "))
+		}
+		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionFalse, clusterv1.MachineNotReadyReason, strings.Join(parts, "; "))
 	}
-	if isTrue(m, clusterv1.MachineReadyCondition) {
-		setCondition(m, clusterv1.MachineAvailableCondition, metav1.ConditionTrue, clusterv1.MachineAvailableReason, "")
-	} else {
+	return setAvailable(m, time.Now())
+}
+
+// unmetReadinessGates lists the spec.readinessGates whose condition is missing or does not
+// have its normal status, each with what it has.
+func unmetReadinessGates(m *clusterv1.Machine) []string {
+	var out []string
+	for _, g := range m.Spec.ReadinessGates {
+		want := metav1.ConditionTrue
+		if g.Polarity == clusterv1.NegativePolarityCondition {
+			want = metav1.ConditionFalse
+		}
+		switch c := meta.FindStatusCondition(m.Status.Conditions, g.ConditionType); {
+		case c == nil:
+			out = append(out, g.ConditionType+" (missing)")
+		case c.Status != want:
+			out = append(out, fmt.Sprintf("%s (%s, want %s)", g.ConditionType, c.Status, want))
+		}
+	}
+	return out
+}
+
+// setAvailable sets Available: True once Ready has been True for spec.minReadySeconds (as
+// of now), else False. It returns how long until a Ready Machine becomes Available.
+func setAvailable(m *clusterv1.Machine, now time.Time) time.Duration {
+	ready := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionTrue {
 		setCondition(m, clusterv1.MachineAvailableCondition, metav1.ConditionFalse, clusterv1.NotAvailableReason, "the Machine is not Ready")
+		return 0
 	}
+	minReady := time.Duration(ptr.Deref(m.Spec.MinReadySeconds, 0)) * time.Second
+	if wait := ready.LastTransitionTime.Add(minReady).Sub(now); wait > 0 {
+		setCondition(m, clusterv1.MachineAvailableCondition, metav1.ConditionFalse, clusterv1.MachineWaitingForMinReadySecondsReason,
+			fmt.Sprintf("Ready for less than spec.minReadySeconds (%ds)", ptr.Deref(m.Spec.MinReadySeconds, 0)))
+		return wait
+	}
+	setCondition(m, clusterv1.MachineAvailableCondition, metav1.ConditionTrue, clusterv1.MachineAvailableReason, "")
+	return 0
 }
 
 // hasBootstrapData reports whether spec.bootstrap.dataSecretName names a Secret (an empty

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -163,12 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		helper.Finish(ctx, mhc, &res, &retErr)
 	}()
 
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: mhc.Spec.ClusterName}, cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		cluster = nil
+	cluster, err := gate.Cluster(ctx, r.Client, mhc.Namespace, mhc.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if d, _ := gate.ClusterAPI(mhc, cluster, &mhc.Status.Conditions); d.Paused {
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
@@ -214,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		msg := fmt.Sprintf("Remediation is not allowed: %d of %d Machines are not healthy, outside what remediation.triggerIf allows (%s)",
 			notHealthy, expected, triggerString(mhc))
 		if setCondition(mhc, metav1.ConditionFalse, clusterv1.MachineHealthCheckTooManyUnhealthyReason, msg) {
-			r.event(mhc, corev1.EventTypeWarning, clusterv1.MachineHealthCheckTooManyUnhealthyReason, "%s", msg)
+			events.Eventf(r.Recorder, mhc, corev1.EventTypeWarning, clusterv1.MachineHealthCheckTooManyUnhealthyReason, "%s", msg)
 		}
 	}
 
@@ -283,10 +281,4 @@ func linkCluster(mhc *clusterv1.MachineHealthCheck, cluster *clusterv1.Cluster) 
 func setCondition(mhc *clusterv1.MachineHealthCheck, s metav1.ConditionStatus, reason, msg string) bool {
 	return meta.SetStatusCondition(&mhc.Status.Conditions, metav1.Condition{Type: clusterv1.MachineHealthCheckRemediationAllowedCondition,
 		Status: s, Reason: reason, Message: msg, ObservedGeneration: mhc.Generation})
-}
-
-func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(o, typ, reason, format, args...)
-	}
 }

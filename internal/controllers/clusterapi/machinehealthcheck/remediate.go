@@ -14,6 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -49,7 +50,7 @@ func (r *Reconciler) report(ctx context.Context, mhc *clusterv1.MachineHealthChe
 			// The owner takes it from here (and may change the reason).
 			setMachineCondition(m, clusterv1.MachineOwnerRemediatedCondition, metav1.ConditionFalse,
 				clusterv1.MachineOwnerRemediatedWaitingForRemediationReason, "waiting for the owner of the Machine to remediate it")
-			r.event(mhc, corev1.EventTypeNormal, "MachineMarkedUnhealthy", "Machine %s is unhealthy (%s): remediation by its owner requested",
+			events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "MachineMarkedUnhealthy", "Machine %s is unhealthy (%s): remediation by its owner requested",
 				m.Name, t.message)
 		}
 	}
@@ -105,7 +106,7 @@ func (r *Reconciler) requestExternal(ctx context.Context, mhc *clusterv1.Machine
 	err := r.Client.Create(ctx, req)
 	switch {
 	case err == nil:
-		r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRequested", "Created %s %s for unhealthy Machine %s: %s",
+		events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "ExternalRemediationRequested", "Created %s %s for unhealthy Machine %s: %s",
 			req.GetKind(), req.GetName(), m.Name, t.message)
 	case apierrors.IsAlreadyExists(err):
 	default:
@@ -138,6 +139,6 @@ func (r *Reconciler) forgetExternal(ctx context.Context, mhc *clusterv1.MachineH
 		}
 		return fmt.Errorf("removing %s of healthy Machine %s: %w", req.GetKind(), m.Name, err)
 	}
-	r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s", m.Name, req.GetKind(), m.Name)
+	events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s", m.Name, req.GetKind(), m.Name)
 	return nil
 }

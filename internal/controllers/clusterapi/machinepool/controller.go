@@ -16,11 +16,9 @@ package machinepool
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -145,12 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		helper.Finish(ctx, mp, &res, &retErr)
 	}()
 
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mp.Namespace, Name: mp.Spec.ClusterName}, cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		cluster = nil
+	cluster, err := gate.Cluster(ctx, r.Client, mp.Namespace, mp.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if d, _ := gate.ClusterAPI(mp, cluster, &mp.Status.Conditions); d.Paused {
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
@@ -221,18 +216,4 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mp *clusterv1.MachineP
 func setCondition(mp *clusterv1.MachinePool, t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&mp.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
 		ObservedGeneration: mp.Generation})
-}
-
-func (r *Reconciler) resync() time.Duration {
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	return d + time.Duration(rand.Int64N(int64(d/5)+1))
-}
-
-func (r *Reconciler) event(mp *clusterv1.MachinePool, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(mp, typ, reason, format, args...)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -57,7 +58,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 		created++
 	}
 	if created > 0 {
-		r.event(mp, corev1.EventTypeNormal, "MachinesCreated", "Created %d Machine(s) for %s instances", created, kind)
+		events.Eventf(r.Recorder, mp, corev1.EventTypeNormal, "MachinesCreated", "Created %d Machine(s) for %s instances", created, kind)
 	}
 	setCondition(mp, MachinesCreatedCondition, metav1.ConditionTrue, "MachinesCreated",
 		fmt.Sprintf("%d %s(s), one Machine each", len(infraMachines), kind))
@@ -152,6 +153,6 @@ func (r *Reconciler) ensureControlled(ctx context.Context, mp *clusterv1.Machine
 	}); err != nil {
 		return fmt.Errorf("restoring the owner reference of Machine %s: %w", m.Name, err)
 	}
-	r.event(mp, corev1.EventTypeNormal, "OwnerReferenceRestored", "Machine %s is controlled by the MachinePool again", m.Name)
+	events.Eventf(r.Recorder, mp, corev1.EventTypeNormal, "OwnerReferenceRestored", "Machine %s is controlled by the MachinePool again", m.Name)
 	return nil
 }

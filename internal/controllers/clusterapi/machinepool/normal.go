@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // reconcileNormal runs the steps of a pool that is not being deleted: bootstrap data, the
@@ -43,7 +45,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mp *clusterv1.MachineP
 		ptr.Deref(mp.Status.Replicas, 0) != ptr.Deref(mp.Spec.Replicas, 1) {
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}, nil
 }
 
 // reconcileBootstrap records whether the pool's shared bootstrap data exists. A bootstrap
@@ -109,7 +111,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, mp *clusterv1.
 	}
 	if !ptr.Deref(mp.Status.Initialization.InfrastructureProvisioned, false) {
 		mp.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-		r.event(mp, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+		events.Eventf(r.Recorder, mp, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
 	}
 	setCondition(mp, InfrastructureReadyCondition, metav1.ConditionTrue, "InfrastructureReady", "")
 	ids, _, _ := unstructured.NestedStringSlice(infra.Object, "spec", "providerIDList")

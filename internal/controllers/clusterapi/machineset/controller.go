@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -207,15 +208,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		helper.Finish(ctx, ms, &res, &retErr, opts...)
 	}()
 
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ms.Spec.ClusterName}, cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		cluster = nil
+	cluster, err := gate.Cluster(ctx, r.Client, ms.Namespace, ms.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if d, _ := gate.ClusterAPI(ms, cluster, &ms.Status.Conditions); d.Paused {
-		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
+	if d, _ := gate.ClusterAPI(ms, cluster, &ms.Status.Conditions); d.Paused || d.Resumed {
+		// A resumed MachineSet stores the end of its pause before it scales.
+		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message, "resumed", d.Resumed)
 		return ctrl.Result{}, nil
 	}
 	if !ms.DeletionTimestamp.IsZero() {
@@ -248,7 +247,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionFalse, clusterv1.MachineSetNotDeletingReason, "")
 	if err := validate(ms); err != nil {
 		setCondition(ms, clusterv1.MachineSetScalingUpCondition, metav1.ConditionUnknown, "InvalidSpec", err.Error())
-		r.event(ms, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
+		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 		return ctrl.Result{}, nil
 	}
 	machines, complete, err := r.ownedMachines(ctx, ms)
@@ -333,10 +332,4 @@ func (r *Reconciler) throttleStatus(key types.NamespacedName, before, after *clu
 	}
 	r.lastStatus[key] = now
 	return 0
-}
-
-func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(o, typ, reason, format, args...)
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -100,7 +101,7 @@ func (r *Reconciler) adopt(ctx context.Context, ms *clusterv1.MachineSet, m *clu
 	}); err != nil {
 		return err
 	}
-	r.event(ms, corev1.EventTypeNormal, "SuccessfulAdopt", "Adopted orphan Machine %s", m.Name)
+	events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulAdopt", "Adopted orphan Machine %s", m.Name)
 	return nil
 }
 

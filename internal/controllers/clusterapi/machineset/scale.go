@@ -3,8 +3,6 @@ package machineset
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +12,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/scaledown"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -33,6 +33,9 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 	key := client.ObjectKeyFromObject(ms)
 	switch diff := want - len(active); {
 	case diff > 0:
+		if _, ok := ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
+			return nil // an old MachineSet of a MachineDeployment: the new one makes up for it
+		}
 		infra, err := r.readTemplate(ctx, ms.Spec.Template.Spec.InfrastructureRef, ms.Namespace)
 		if err != nil {
 			return err
@@ -45,7 +48,7 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		}
 		errs := parallel(diff, func(int) error { return r.createMachine(ctx, ms, infra, boot) })
 		if created := diff - len(errs); created > 0 {
-			r.event(ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s) from %s %s", created,
+			events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s) from %s %s", created,
 				infra.ref.Kind, infra.ref.Name)
 		}
 		if len(errs) > 0 {
@@ -68,7 +71,7 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		for i, v := range victims {
 			names[i] = v.Name
 		}
-		r.event(ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", summarise(names))
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", summarise(names))
 		if len(errs) > 0 {
 			return fmt.Errorf("deleting Machines: %w", kerrors.NewAggregate(errs))
 		}
@@ -96,36 +99,7 @@ func deletePriority(m *clusterv1.Machine, order clusterv1.MachineSetDeletionOrde
 // chooseVictims picks n Machines to delete: by priority, then by the deletion order
 // (Random by default; Newest or Oldest by creation time, the name breaking ties).
 func chooseVictims(machines []*clusterv1.Machine, n int, order clusterv1.MachineSetDeletionOrder) []*clusterv1.Machine {
-	ms := append([]*clusterv1.Machine{}, machines...)
-	tiebreak := make(map[*clusterv1.Machine]float64, len(ms))
-	for _, m := range ms {
-		tiebreak[m] = rand.Float64()
-	}
-	sort.SliceStable(ms, func(i, j int) bool {
-		a, b := ms[i], ms[j]
-		if pa, pb := deletePriority(a, order), deletePriority(b, order); pa != pb {
-			return pa < pb
-		}
-		ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
-		switch order {
-		case clusterv1.NewestMachineSetDeletionOrder:
-			if !ta.Equal(tb) {
-				return ta.After(tb)
-			}
-			return a.Name > b.Name
-		case clusterv1.OldestMachineSetDeletionOrder:
-			if !ta.Equal(tb) {
-				return ta.Before(tb)
-			}
-			return a.Name < b.Name
-		default:
-			return tiebreak[a] < tiebreak[b]
-		}
-	})
-	if n > len(ms) {
-		n = len(ms)
-	}
-	return ms[:n]
+	return scaledown.Choose(machines, n, scaledown.Order(order), func(m *clusterv1.Machine) int { return deletePriority(m, order) })
 }
 
 func isFalse(m *clusterv1.Machine, t string) bool {
@@ -176,7 +150,7 @@ func (r *Reconciler) remediate(ctx context.Context, ms *clusterv1.MachineSet, ma
 		// The scale step counts it as going.
 		now := metav1.Now()
 		m.DeletionTimestamp = &now
-		r.event(ms, corev1.EventTypeNormal, "MachineRemediated", "Deleted unhealthy Machine %s to replace it", m.Name)
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "MachineRemediated", "Deleted unhealthy Machine %s to replace it", m.Name)
 	}
 	return kerrors.NewAggregate(errs)
 }

@@ -1,8 +1,8 @@
 package machine
 
 import (
+	"cmp"
 	"context"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -65,6 +66,9 @@ type Reconciler struct {
 	// NodeName is the Node this manager runs on (NodeNameEnv): its Machine is not drained or
 	// deleted without AllowManagerNodeDeletionAnnotation. Empty turns the protection off.
 	NodeName string
+	// Name is the controller's name, unique in the manager; "machineapi-machine" when empty
+	// (a second platform's Machine controller in the same manager needs its own).
+	Name string
 }
 
 // handles reports whether the Machine is of a platform this controller's Actuator serves.
@@ -87,7 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MaxConcurrentReconciles = 10
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("machineapi-machine").
+		Named(cmp.Or(r.Name, "machineapi-machine")).
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
@@ -112,13 +116,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(m, r.Client)
 	defer helper.Finish(ctx, m, &res, &retErr)
 
+	wasPaused := mapicond.IsTrue(m.Status.Conditions, gate.PausedCondition)
 	decision, _, err := gate.MachineAPI(m, r.SyncNamespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if decision.Paused {
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", decision.Message)
-		return ctrl.Result{}, nil
+		return r.reconcilePaused(ctx, m, wasPaused)
+	}
+	if decision.Resumed {
+		return ctrl.Result{}, nil // the end of the pause is stored before anything acts
 	}
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, m)
@@ -130,19 +138,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, m)
-}
-
-func (r *Reconciler) resync() time.Duration {
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	// Spread resyncs so many Machines created together do not resync together.
-	return d + time.Duration(rand.Int64N(int64(d/5)+1))
-}
-
-func (r *Reconciler) event(m *machinev1beta1.Machine, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(m, typ, reason, format, args...)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/drain"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *machinev1beta1.Mach
 
 	// Step 6: let the Machine go.
 	controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)
-	r.event(m, corev1.EventTypeNormal, "Deleted", "Deleted the instance and Node of Machine %s", m.Name)
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "Deleted", "Deleted the instance and Node of Machine %s", m.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -102,7 +103,7 @@ func (r *Reconciler) drainStep(ctx context.Context, m *machinev1beta1.Machine) (
 	case hasAnnotation(m, ExcludeNodeDrainingAnnotation):
 		setCondition(m, machinev1beta1.MachineDrained, corev1.ConditionTrue, DrainSkippedReason,
 			"drain skipped: the Machine has the "+ExcludeNodeDrainingAnnotation+" annotation")
-		r.event(m, corev1.EventTypeNormal, DrainSkippedReason, "Skipped draining Node %s", m.Status.NodeRef.Name)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, DrainSkippedReason, "Skipped draining Node %s", m.Status.NodeRef.Name)
 		return ctrl.Result{}, nil
 	}
 	res, err := drain.Drain(ctx, r.Client, r.APIReader, m.Status.NodeRef.Name)
@@ -113,12 +114,12 @@ func (r *Reconciler) drainStep(ctx context.Context, m *machinev1beta1.Machine) (
 	if !res.Done {
 		setCondition(m, machinev1beta1.MachineDrained, corev1.ConditionFalse, DrainBlockedReason, res.Summary())
 		if len(res.Blocked) > 0 {
-			r.event(m, corev1.EventTypeWarning, DrainBlockedReason, "Draining Node %s: %s", m.Status.NodeRef.Name, res.Summary())
+			events.Eventf(r.Recorder, m, corev1.EventTypeWarning, DrainBlockedReason, "Draining Node %s: %s", m.Status.NodeRef.Name, res.Summary())
 		}
 		return ctrl.Result{RequeueAfter: DrainRequeue}, nil
 	}
 	setCondition(m, machinev1beta1.MachineDrained, corev1.ConditionTrue, DrainFinishedReason, "the Node is drained")
-	r.event(m, corev1.EventTypeNormal, DrainFinishedReason, "Drained Node %s", m.Status.NodeRef.Name)
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, DrainFinishedReason, "Drained Node %s", m.Status.NodeRef.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -128,7 +129,7 @@ func (r *Reconciler) retryDelete(m *machinev1beta1.Machine, err error) (ctrl.Res
 		return ctrl.Result{RequeueAfter: rq.After}, nil
 	}
 	setInstanceExists(m, corev1.ConditionUnknown, "DeleteError", err.Error())
-	r.event(m, corev1.EventTypeWarning, "DeleteError", "%v", err)
+	events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "DeleteError", "%v", err)
 	return ctrl.Result{}, err
 }
 

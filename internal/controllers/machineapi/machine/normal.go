@@ -8,6 +8,9 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machina-dev/machina/internal/events"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // reconcileNormal makes the instance exist and keeps the Machine's status current.
@@ -36,11 +39,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *machinev1beta1.Mach
 	r.setPhaseQuietly(m, machinev1beta1.PhaseProvisioning)
 	setInstanceExists(m, corev1.ConditionFalse, "InstanceNotCreated", "the instance is being created")
 	if err := r.Actuator.Create(ctx, m); err != nil {
-		r.event(m, corev1.EventTypeNormal, "PhaseProvisioning", "Machine %s is Provisioning", m.Name)
+		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "PhaseProvisioning", "Machine %s is Provisioning", m.Name)
 		return r.retry(m, "CreateError", err)
 	}
 	// One event tells of Provisioning and Provisioned when both happen in one pass.
-	r.event(m, corev1.EventTypeNormal, "Created", "Created instance %s for Machine %s: Provisioning -> Provisioned",
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "Created", "Created instance %s for Machine %s: Provisioning -> Provisioned",
 		ptr.Deref(m.Spec.ProviderID, ""), m.Name)
 	r.setPhaseQuietly(m, machinev1beta1.PhaseProvisioned)
 	setCreation(m, corev1.ConditionTrue, "MachineCreationSucceeded", "the instance was created")
@@ -59,7 +62,7 @@ func (r *Reconciler) afterProvisioned(m *machinev1beta1.Machine) (ctrl.Result, e
 	if m.Annotations[InstanceStateAnnotation] == "pending" {
 		return ctrl.Result{RequeueAfter: PendingRequeue}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}, nil
 }
 
 // retry turns an actuator error into a terminal failure, a condition and a requeue, or a
@@ -72,11 +75,11 @@ func (r *Reconciler) retry(m *machinev1beta1.Machine, reason string, err error) 
 	}
 	if rq, ok := asRequeue(err); ok {
 		setCreation(m, corev1.ConditionFalse, rq.Reason, rq.Error())
-		r.event(m, corev1.EventTypeWarning, rq.Reason, "%v", rq.Err)
+		events.Eventf(r.Recorder, m, corev1.EventTypeWarning, rq.Reason, "%v", rq.Err)
 		return ctrl.Result{RequeueAfter: rq.After}, nil
 	}
 	setCreation(m, corev1.ConditionFalse, reason, err.Error())
-	r.event(m, corev1.EventTypeWarning, reason, "%v", err)
+	events.Eventf(r.Recorder, m, corev1.EventTypeWarning, reason, "%v", err)
 	return ctrl.Result{}, err
 }
 

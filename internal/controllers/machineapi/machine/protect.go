@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -53,5 +54,5 @@ func (r *Reconciler) holdForManager(m *machinev1beta1.Machine) {
 		return
 	}
 	setCondition(m, machinev1beta1.MachineDrainable, corev1.ConditionFalse, ManagerNodeProtectedReason, msg)
-	r.event(m, corev1.EventTypeWarning, ManagerNodeProtectedReason, "%s", msg)
+	events.Eventf(r.Recorder, m, corev1.EventTypeWarning, ManagerNodeProtectedReason, "%s", msg)
 }

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -20,7 +21,7 @@ func (r *Reconciler) setPhase(m *machinev1beta1.Machine, p string) {
 	if p == machinev1beta1.PhaseFailed {
 		typ = corev1.EventTypeWarning
 	}
-	r.event(m, typ, "Phase"+p, "Machine %s is %s", m.Name, p)
+	events.Eventf(r.Recorder, m, typ, "Phase"+p, "Machine %s is %s", m.Name, p)
 }
 
 // setPhaseQuietly moves the Machine to a phase without an event, reporting a change.
@@ -39,7 +40,7 @@ func (r *Reconciler) fail(m *machinev1beta1.Machine, reason machinev1beta1.Machi
 	m.Status.ErrorReason = ptr.To(reason)
 	m.Status.ErrorMessage = ptr.To(msg)
 	r.setPhase(m, machinev1beta1.PhaseFailed)
-	r.event(m, corev1.EventTypeWarning, string(reason), "%s", msg)
+	events.Eventf(r.Recorder, m, corev1.EventTypeWarning, string(reason), "%s", msg)
 }
 
 func clearError(m *machinev1beta1.Machine) {

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
@@ -234,7 +235,7 @@ func (v *verdict) shortCircuitMessage(mhc *machinev1beta1.MachineHealthCheck) st
 // changed the condition.
 func (r *Reconciler) reportCond(mhc *machinev1beta1.MachineHealthCheck, typ, reason, msg string) {
 	if setCond(mhc, corev1.ConditionFalse, reason, msg) {
-		r.event(mhc, typ, reason, "%s", msg)
+		events.Eventf(r.Recorder, mhc, typ, reason, "%s", msg)
 	}
 }
 
@@ -248,10 +249,4 @@ func maxUnhealthyString(mhc *machinev1beta1.MachineHealthCheck) string {
 		return "100%"
 	}
 	return mhc.Spec.MaxUnhealthy.String()
-}
-
-func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(o, typ, reason, format, args...)
-	}
 }

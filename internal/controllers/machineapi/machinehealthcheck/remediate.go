@@ -15,6 +15,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -26,14 +27,14 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 		return r.requestExternal(ctx, mhc, m, t.reason)
 	}
 	if metav1.GetControllerOf(m) == nil {
-		r.event(mhc, corev1.EventTypeWarning, "MachineNotRemediable",
+		events.Eventf(r.Recorder, mhc, corev1.EventTypeWarning, "MachineNotRemediable",
 			"Machine %s is unhealthy (%s) but has no owner that would replace it; not deleting it", m.Name, t.reason)
 		return nil
 	}
 	if err := r.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting unhealthy Machine %s: %w", m.Name, err)
 	}
-	r.event(mhc, corev1.EventTypeNormal, "MachineDeleted", "Deleted unhealthy Machine %s: %s", m.Name, t.reason)
+	events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "MachineDeleted", "Deleted unhealthy Machine %s: %s", m.Name, t.reason)
 	return nil
 }
 
@@ -70,7 +71,7 @@ func (r *Reconciler) requestExternal(ctx context.Context, mhc *machinev1beta1.Ma
 	case err != nil:
 		return fmt.Errorf("creating %s for Machine %s: %w", req.GetKind(), m.Name, err)
 	}
-	r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRequested",
+	events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "ExternalRemediationRequested",
 		"Created %s %s for unhealthy Machine %s: %s", req.GetKind(), req.GetName(), m.Name, reason)
 	return nil
 }
@@ -107,7 +108,7 @@ func (r *Reconciler) forgetRemediations(ctx context.Context, mhc *machinev1beta1
 			errs = append(errs, fmt.Errorf("removing %s of healthy Machine %s: %w", kind, owner.Name, err))
 			continue
 		}
-		r.event(mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s",
+		events.Eventf(r.Recorder, mhc, corev1.EventTypeNormal, "ExternalRemediationRemoved", "Machine %s is healthy again; removed %s %s",
 			owner.Name, kind, req.GetName())
 	}
 	return kerrors.NewAggregate(errs)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -153,7 +154,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer helper.Finish(ctx, ms, &res, &retErr)
 
 	decision, _, err := gate.MachineAPI(ms, r.SyncNamespace)
-	if err != nil || decision.Paused {
+	if err != nil || decision.Paused || decision.Resumed {
+		// A resumed MachineSet stores the end of its pause before it scales.
 		return ctrl.Result{}, err
 	}
 	if !ms.DeletionTimestamp.IsZero() {
@@ -163,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := validate(ms); err != nil {
 		ms.Status.ErrorReason = ptrTo(machinev1beta1.InvalidConfigurationMachineSetError)
 		ms.Status.ErrorMessage = ptrTo(err.Error())
-		r.event(ms, corev1.EventTypeWarning, "InvalidConfiguration", "%v", err)
+		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, "InvalidConfiguration", "%v", err)
 		return ctrl.Result{}, nil
 	}
 	ms.Status.ErrorReason, ms.Status.ErrorMessage = nil, nil
@@ -184,10 +186,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, scaleErr
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-func (r *Reconciler) event(ms *machinev1beta1.MachineSet, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(ms, typ, reason, format, args...)
-	}
 }

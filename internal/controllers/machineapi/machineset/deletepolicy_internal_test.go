@@ -71,3 +71,23 @@ func TestRandomPolicy(t *testing.T) {
 		}
 	}
 }
+
+// Under every policy the ranks come before the policy: marked for deletion, then failed (by
+// phase or errorReason), then without a Node, then the rest.
+func TestPriorityBeforePolicy(t *testing.T) {
+	for _, policy := range []string{RandomDeletePolicy, NewestDeletePolicy, OldestDeletePolicy, ""} {
+		ms := running(5)
+		ms[0].Status.NodeRef = nil
+		ms[1].Status.ErrorReason = ptr.To(machinev1beta1.InvalidConfigurationMachineError)
+		ms[2].Annotations = map[string]string{DeleteMachineAnnotation: "yes"}
+		ms[4].Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
+		got := chooseVictims(ms, 5, policy)
+		if got[0].Name != "m2" || got[3].Name != "m0" || got[4].Name != "m3" {
+			t.Errorf("policy %q chose %s, %s, %s, %s, %s; want m2, the failed m1 and m4, m0, m3",
+				policy, got[0].Name, got[1].Name, got[2].Name, got[3].Name, got[4].Name)
+		}
+		if failed := got[1].Name + got[2].Name; failed != "m1m4" && failed != "m4m1" {
+			t.Errorf("policy %q: %s and %s second and third, want the failed m1 and m4", policy, got[1].Name, got[2].Name)
+		}
+	}
+}

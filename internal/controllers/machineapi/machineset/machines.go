@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -75,7 +76,7 @@ func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, m
 	}); err != nil {
 		return err
 	}
-	r.event(ms, corev1.EventTypeNormal, "Adopted", "Adopted orphan Machine %s", m.Name)
+	events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "Adopted", "Adopted orphan Machine %s", m.Name)
 	return nil
 }
 
@@ -100,7 +101,7 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 		if err != nil {
 			return fmt.Errorf("creating Machines: %w", err)
 		}
-		r.event(ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s)", diff)
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s)", diff)
 	case diff < 0:
 		victims := chooseVictims(active, -diff, ms.Spec.DeletePolicy)
 		r.expect.expect(key, 0, len(victims))
@@ -118,7 +119,7 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 		for i, v := range victims {
 			names[i] = v.Name
 		}
-		r.event(ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", strings.Join(names, ", "))
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", strings.Join(names, ", "))
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,8 +27,10 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // Tags put on the networks the controller creates.
@@ -122,14 +123,7 @@ func (r *Reconciler) ownerCluster(ctx context.Context, sc *infrav1.SimCluster) (
 			break
 		}
 	}
-	if name == "" {
-		return nil, false, nil
-	}
-	cl = &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: sc.Namespace, Name: name}, cl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, false, nil
-		}
+	if cl, err = gate.Cluster(ctx, r.Client, sc.Namespace, name); cl == nil || err != nil {
 		return nil, false, err
 	}
 	return cl, owned, nil
@@ -163,11 +157,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sc *infrav1.SimCluster
 		return ctrl.Result{}, nil
 	case err != nil:
 		setReady(sc, metav1.ConditionFalse, infrav1.CloudErrorReason, "creating the network: "+err.Error())
-		r.event(sc, corev1.EventTypeWarning, infrav1.CloudErrorReason, "Creating the network: %v", err)
+		events.Eventf(r.Recorder, sc, corev1.EventTypeWarning, infrav1.CloudErrorReason, "Creating the network: %v", err)
 		return ctrl.Result{RequeueAfter: CloudRetry}, nil
 	}
 	if resp.Created {
-		r.event(sc, corev1.EventTypeNormal, "NetworkCreated", "Created network %s in %s", resp.Network.NetworkID, sc.Spec.Region)
+		events.Eventf(r.Recorder, sc, corev1.EventTypeNormal, "NetworkCreated", "Created network %s in %s", resp.Network.NetworkID, sc.Spec.Region)
 	}
 	sc.Status.NetworkID = resp.Network.NetworkID
 	sort.Strings(zones)
@@ -178,11 +172,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sc *infrav1.SimCluster
 	sc.Status.FailureDomains = fds
 	sc.Status.Initialization.Provisioned = ptr.To(true)
 	setReady(sc, metav1.ConditionTrue, NetworkReadyReason, "network "+resp.Network.NetworkID+" exists")
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	return ctrl.Result{RequeueAfter: d}, nil
+	return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 }
 
 // reconcileDelete deletes the network; the cloud refuses while instances still use it, so
@@ -216,7 +206,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *infrav1.SimCluster
 			setReady(sc, metav1.ConditionFalse, infrav1.CloudErrorReason, fmt.Sprintf("deleting network %s: %v", id, err))
 			return ctrl.Result{RequeueAfter: CloudRetry}, nil
 		}
-		r.event(sc, corev1.EventTypeNormal, "NetworkDeleted", "Deleted network %s", id)
+		events.Eventf(r.Recorder, sc, corev1.EventTypeNormal, "NetworkDeleted", "Deleted network %s", id)
 	}
 	controllerutil.RemoveFinalizer(sc, infrav1.SimClusterFinalizer)
 	return ctrl.Result{}, nil
@@ -225,10 +215,4 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *infrav1.SimCluster
 func setReady(sc *infrav1.SimCluster, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&sc.Status.Conditions, metav1.Condition{Type: infrav1.ReadyCondition, Status: s, Reason: reason,
 		Message: msg, ObservedGeneration: sc.Generation})
-}
-
-func (r *Reconciler) event(sc *infrav1.SimCluster, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(sc, typ, reason, format, args...)
-	}
 }

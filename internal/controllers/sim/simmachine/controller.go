@@ -9,7 +9,6 @@ package simmachine
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,9 +109,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if d, _ := gate.ClusterAPI(sm, cluster, &sm.Status.Conditions); d.Paused {
+	wasPaused := meta.IsStatusConditionTrue(sm.Status.Conditions, clusterv1.PausedCondition)
+	d, _ := gate.ClusterAPI(sm, cluster, &sm.Status.Conditions)
+	if d.Paused {
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
-		return ctrl.Result{}, nil
+		return r.reconcilePaused(ctx, sm, wasPaused)
+	}
+	if d.Resumed {
+		return ctrl.Result{}, nil // the end of the pause is stored before anything acts
 	}
 	if !sm.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sm)
@@ -158,17 +162,7 @@ func (r *Reconciler) cluster(ctx context.Context, sm *infrav1.SimMachine, m *clu
 	if m != nil && m.Spec.ClusterName != "" {
 		name = m.Spec.ClusterName
 	}
-	if name == "" {
-		return nil, nil
-	}
-	cl := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: sm.Namespace, Name: name}, cl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return cl, nil
+	return gate.Cluster(ctx, r.Client, sm.Namespace, name)
 }
 
 // terminal reports a failure retrying cannot fix: the spec (this generation of it) was
@@ -181,18 +175,4 @@ func terminal(sm *infrav1.SimMachine) bool {
 func setReady(sm *infrav1.SimMachine, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&sm.Status.Conditions, metav1.Condition{Type: infrav1.ReadyCondition, Status: s, Reason: reason,
 		Message: msg, ObservedGeneration: sm.Generation})
-}
-
-func (r *Reconciler) resync() time.Duration {
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	return d + time.Duration(rand.Int64N(int64(d/5)+1))
-}
-
-func (r *Reconciler) event(sm *infrav1.SimMachine, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(sm, typ, reason, format, args...)
-	}
 }

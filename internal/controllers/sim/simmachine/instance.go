@@ -16,6 +16,8 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // Tags the controller puts on every instance it launches.
@@ -57,7 +59,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine
 			sm.Status.InstanceState = string(api.StateTerminated)
 			setReady(sm, metav1.ConditionFalse, infrav1.InstanceTerminatedReason,
 				fmt.Sprintf("instance %s no longer exists", pid.InstanceID))
-			return ctrl.Result{RequeueAfter: r.resync()}, nil
+			return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}, nil
 		}
 		if err != nil {
 			return r.cloudError(sm, "looking up the instance", err)
@@ -124,7 +126,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine
 		return r.cloudError(sm, "creating the instance", err)
 	}
 	if resp.Created {
-		r.event(sm, corev1.EventTypeNormal, "InstanceCreated", "Created instance %s in %s", resp.Instance.InstanceID, resp.Instance.Zone)
+		events.Eventf(r.Recorder, sm, corev1.EventTypeNormal, "InstanceCreated", "Created instance %s in %s", resp.Instance.InstanceID, resp.Instance.Zone)
 	}
 	return r.apply(sm, &resp.Instance), nil
 }
@@ -170,7 +172,7 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 			sm.Status.Initialization.Provisioned = ptr.To(true) // InstanceCreated told the story; no event per state
 		}
 		setReady(sm, metav1.ConditionTrue, infrav1.InstanceRunningReason, "")
-		return ctrl.Result{RequeueAfter: r.resync()}
+		return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}
 	case api.StatePending:
 		setReady(sm, metav1.ConditionFalse, infrav1.InstanceProvisioningReason, "instance "+inst.InstanceID+" is booting")
 		return ctrl.Result{RequeueAfter: PendingRequeue}
@@ -180,14 +182,14 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 			msg += " (" + inst.StateReason + ")"
 		}
 		setReady(sm, metav1.ConditionFalse, infrav1.InstanceTerminatedReason, msg)
-		return ctrl.Result{RequeueAfter: r.resync()}
+		return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}
 	}
 }
 
 // invalid records a terminal configuration error.
 func (r *Reconciler) invalid(sm *infrav1.SimMachine, msg string) {
 	setReady(sm, metav1.ConditionFalse, infrav1.InvalidConfigurationReason, msg)
-	r.event(sm, corev1.EventTypeWarning, infrav1.InvalidConfigurationReason, "%s", msg)
+	events.Eventf(r.Recorder, sm, corev1.EventTypeWarning, infrav1.InvalidConfigurationReason, "%s", msg)
 }
 
 // cloudError classifies a cloud error: a refused request is terminal (InvalidConfiguration);
@@ -206,11 +208,11 @@ func (r *Reconciler) cloudError(sm *infrav1.SimMachine, what string, err error) 
 		return ctrl.Result{}, nil
 	case cloudclient.IsCapacity(err):
 		setReady(sm, metav1.ConditionFalse, InsufficientCapacityReason, fmt.Sprintf("%s: %v", what, err))
-		r.event(sm, corev1.EventTypeWarning, InsufficientCapacityReason, "%s: %v", what, err)
+		events.Eventf(r.Recorder, sm, corev1.EventTypeWarning, InsufficientCapacityReason, "%s: %v", what, err)
 		return ctrl.Result{RequeueAfter: CapacityRetry}, nil
 	default:
 		setReady(sm, metav1.ConditionFalse, infrav1.CloudErrorReason, fmt.Sprintf("%s: %v", what, err))
-		r.event(sm, corev1.EventTypeWarning, infrav1.CloudErrorReason, "%s: %v", what, err)
+		events.Eventf(r.Recorder, sm, corev1.EventTypeWarning, infrav1.CloudErrorReason, "%s: %v", what, err)
 		return ctrl.Result{RequeueAfter: UnavailableRetry}, nil
 	}
 }
@@ -243,7 +245,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sm *infrav1.SimMachine
 			if _, err := r.Cloud.TerminateInstances(ctx, inst.InstanceID); err != nil && !cloudclient.IsNotFound(err) {
 				return r.cloudError(sm, "terminating the instance", err)
 			}
-			r.event(sm, corev1.EventTypeNormal, "InstanceTerminating", "Terminating instance %s", inst.InstanceID)
+			events.Eventf(r.Recorder, sm, corev1.EventTypeNormal, "InstanceTerminating", "Terminating instance %s", inst.InstanceID)
 			setReady(sm, metav1.ConditionFalse, InstanceTerminatingReason, "terminating instance "+inst.InstanceID)
 			return ctrl.Result{RequeueAfter: PendingRequeue}, nil
 		case api.StateShuttingDown:

@@ -24,7 +24,6 @@ package simmachinepool
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -203,34 +202,10 @@ func (r *Reconciler) cluster(ctx context.Context, smp *infrav1.SimMachinePool, m
 	if mp != nil && mp.Spec.ClusterName != "" {
 		name = mp.Spec.ClusterName
 	}
-	if name == "" {
-		return nil, nil
-	}
-	cl := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: smp.Namespace, Name: name}, cl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return cl, nil
+	return gate.Cluster(ctx, r.Client, smp.Namespace, name)
 }
 
 func setReady(smp *infrav1.SimMachinePool, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&smp.Status.Conditions, metav1.Condition{Type: infrav1.ReadyCondition, Status: s, Reason: reason,
 		Message: msg, ObservedGeneration: smp.Generation})
-}
-
-func (r *Reconciler) resync() time.Duration {
-	d := r.Resync
-	if d == 0 {
-		d = DefaultResync
-	}
-	return d + time.Duration(rand.Int64N(int64(d/5)+1))
-}
-
-func (r *Reconciler) event(obj client.Object, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, typ, reason, format, args...)
-	}
 }

@@ -23,6 +23,8 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // bootstrapDataKey is the key of the bootstrap data in the pool's data Secret.
@@ -76,7 +78,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, smp *infrav1.SimMachin
 			return r.cloudError(smp, "updating the launch template", err)
 		}
 		if updated.LaunchTemplateVersion != group.LaunchTemplateVersion {
-			r.event(smp, corev1.EventTypeNormal, "LaunchTemplateUpdated", "Scaling group %s launches version %d of the template",
+			events.Eventf(r.Recorder, smp, corev1.EventTypeNormal, "LaunchTemplateUpdated", "Scaling group %s launches version %d of the template",
 				group.ScalingGroupID, updated.LaunchTemplateVersion)
 		}
 		group = updated
@@ -88,7 +90,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, smp *infrav1.SimMachin
 	smp.Status.InfrastructureMachineKind = "SimMachine"
 	if !ptr.Deref(smp.Status.Initialization.Provisioned, false) {
 		smp.Status.Initialization.Provisioned = ptr.To(true)
-		r.event(smp, corev1.EventTypeNormal, "ScalingGroupCreated", "Scaling group %s is ready", group.ScalingGroupID)
+		events.Eventf(r.Recorder, smp, corev1.EventTypeNormal, "ScalingGroupCreated", "Scaling group %s is ready", group.ScalingGroupID)
 	}
 
 	converged, err := r.reconcileMembers(ctx, smp, mp, group, replicas)
@@ -101,7 +103,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, smp *infrav1.SimMachin
 	if !converged {
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}, nil
 }
 
 // bootstrapData reads the pool's shared bootstrap data; nil data means "not yet" (the
@@ -145,7 +147,7 @@ func (r *Reconciler) ensureGroup(ctx context.Context, smp *infrav1.SimMachinePoo
 		if !cloudclient.IsNotFound(err) {
 			return nil, err
 		}
-		r.event(smp, corev1.EventTypeWarning, "ScalingGroupGone", "Scaling group %s no longer exists; creating it again", id)
+		events.Eventf(r.Recorder, smp, corev1.EventTypeWarning, "ScalingGroupGone", "Scaling group %s no longer exists; creating it again", id)
 		smp.Status.GroupID = ""
 	}
 	list, err := r.Cloud.DescribeScalingGroups(ctx, api.DescribeScalingGroupsRequest{Names: []string{groupName(smp)}})
@@ -255,6 +257,6 @@ func (r *Reconciler) cloudError(smp *infrav1.SimMachinePool, what string, err er
 		reason = infrav1.InvalidConfigurationReason
 	}
 	setReady(smp, metav1.ConditionFalse, reason, fmt.Sprintf("%s: %v", what, err))
-	r.event(smp, corev1.EventTypeWarning, reason, "%s: %v", what, err)
+	events.Eventf(r.Recorder, smp, corev1.EventTypeWarning, reason, "%s: %v", what, err)
 	return ctrl.Result{RequeueAfter: 10 * WaitRequeue / 2}, nil
 }

@@ -18,6 +18,7 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -119,7 +120,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, smp *infrav1.SimMachi
 			if err := r.Client.Delete(ctx, sm); err != nil && !apierrors.IsNotFound(err) {
 				return false, err
 			}
-			r.event(smp, corev1.EventTypeNormal, "DanglingSimMachineDeleted", "Deleted SimMachine %s: instance %s is gone", sm.Name, sm.Spec.ProviderID)
+			events.Eventf(r.Recorder, smp, corev1.EventTypeNormal, "DanglingSimMachineDeleted", "Deleted SimMachine %s: instance %s is gone", sm.Name, sm.Spec.ProviderID)
 			continue
 		}
 		x.sm, x.m = sm, m
@@ -225,7 +226,7 @@ func (r *Reconciler) scale(ctx context.Context, smp *infrav1.SimMachinePool, gro
 		}
 		if err == nil {
 			group.DesiredCapacity = resp.ScalingGroup.DesiredCapacity
-			r.event(x.m, corev1.EventTypeNormal, "InstanceTerminatedInGroup", "Terminated instance %s in scaling group %s (shrinking: %v)",
+			events.Eventf(r.Recorder, x.m, corev1.EventTypeNormal, "InstanceTerminatedInGroup", "Terminated instance %s in scaling group %s (shrinking: %v)",
 				x.in.InstanceID, group.ScalingGroupID, decrement)
 		}
 		x.gone = true
@@ -316,7 +317,7 @@ func (r *Reconciler) setCapacity(ctx context.Context, smp *infrav1.SimMachinePoo
 	if err != nil {
 		return nil, err
 	}
-	r.event(smp, corev1.EventTypeNormal, "DesiredCapacityChanged", "Scaling group %s: desired capacity %d -> %d",
+	events.Eventf(r.Recorder, smp, corev1.EventTypeNormal, "DesiredCapacityChanged", "Scaling group %s: desired capacity %d -> %d",
 		group.ScalingGroupID, group.DesiredCapacity, n)
 	group.DesiredCapacity = updated.DesiredCapacity
 	return updated, nil
@@ -423,7 +424,7 @@ func (r *Reconciler) deleteMachine(ctx context.Context, m *clusterv1.Machine, ho
 	if err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.event(m, corev1.EventTypeNormal, "MachinePoolMachineDeleted", "Deleted Machine %s: %s", m.Name, why)
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "MachinePoolMachineDeleted", "Deleted Machine %s: %s", m.Name, why)
 	return nil
 }
 

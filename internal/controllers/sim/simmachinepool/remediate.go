@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -47,7 +48,7 @@ func (r *Reconciler) remediate(ctx context.Context, m *clusterv1.Machine, in api
 		}
 		return err
 	}
-	r.event(m, corev1.EventTypeNormal, "MachineRemediated", "Remediating unhealthy Machine %s: %s", m.Name,
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "MachineRemediated", "Remediating unhealthy Machine %s: %s", m.Name,
 		meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition).Message)
 	if scaleOnly {
 		return nil

@@ -34,9 +34,11 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // CapacityAnnotatedCondition says whether the MachineSet carries the scale-from-zero
@@ -140,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.invalid(ms, InvalidInstanceTypeReason, fmt.Sprintf(
 			"%s: Invalid value: %q: not in the simulated cloud's catalogue of instance types; the scale-from-zero annotations are removed",
 			instanceTypePath, ps.InstanceType))
-		return ctrl.Result{RequeueAfter: r.resync()}, nil
+		return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 	default:
 		mapicond.Set(&ms.Status.Conditions, machinev1beta1.Condition{Type: CapacityAnnotatedCondition,
 			Status: corev1.ConditionUnknown, Reason: CloudUnavailableReason,
@@ -152,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	mapicond.Set(&ms.Status.Conditions, machinev1beta1.Condition{Type: CapacityAnnotatedCondition,
 		Status: corev1.ConditionTrue, Reason: InstanceTypeFoundReason,
 		Message: fmt.Sprintf("instance type %s: %d vCPU, %d MiB memory, %d GPU, %s", t.Name, t.VCPU, t.MemoryMiB, t.GPU, t.Architecture)})
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 }
 
 // invalid removes the annotations, sets CapacityAnnotated False and, when that is news,
@@ -161,16 +163,9 @@ func (r *Reconciler) invalid(ms *machinev1beta1.MachineSet, reason, msg string) 
 	ms.Annotations = RemoveCapacity(ms.Annotations)
 	changed := mapicond.Set(&ms.Status.Conditions, machinev1beta1.Condition{Type: CapacityAnnotatedCondition,
 		Status: corev1.ConditionFalse, Reason: reason, Message: msg, Severity: machinev1beta1.ConditionSeverityWarning})
-	if changed && r.Recorder != nil {
-		r.Recorder.Event(ms, corev1.EventTypeWarning, reason, msg)
+	if changed {
+		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, reason, "%s", msg)
 	}
-}
-
-func (r *Reconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return DefaultResync
 }
 
 // providerSpec decodes the SimMachineProviderSpec of a MachineSet's template. sim is false

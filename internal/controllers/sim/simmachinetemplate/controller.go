@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +30,10 @@ import (
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // CapacityReportedCondition says whether status.capacity and status.nodeInfo describe the
@@ -126,10 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		tmpl.Status.Capacity, tmpl.Status.NodeInfo = nil, nil
 		msg := fmt.Sprintf("%s: Invalid value: %q: not in the simulated cloud's catalogue of instance types; status.capacity and status.nodeInfo are cleared",
 			instanceTypePath, spec.InstanceType)
-		if r.setCondition(tmpl, metav1.ConditionFalse, InvalidInstanceTypeReason, msg) && r.Recorder != nil {
-			r.Recorder.Event(tmpl, corev1.EventTypeWarning, InvalidInstanceTypeReason, msg)
+		if r.setCondition(tmpl, metav1.ConditionFalse, InvalidInstanceTypeReason, msg) {
+			events.Eventf(r.Recorder, tmpl, corev1.EventTypeWarning, InvalidInstanceTypeReason, "%s", msg)
 		}
-		return ctrl.Result{RequeueAfter: r.resync()}, nil
+		return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 	default:
 		r.setCondition(tmpl, metav1.ConditionUnknown, CloudUnavailableReason,
 			fmt.Sprintf("reading instance type %q from the simulated cloud: %v", spec.InstanceType, err))
@@ -149,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	tmpl.Status.NodeInfo = &infrav1.NodeInfo{Architecture: architecture(t), OperatingSystem: osName}
 	r.setCondition(tmpl, metav1.ConditionTrue, InstanceTypeFoundReason,
 		fmt.Sprintf("instance type %s: %d vCPU, %d MiB memory, %d GPU, %s/%s", t.Name, t.VCPU, t.MemoryMiB, t.GPU, osName, architecture(t)))
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
+	return ctrl.Result{RequeueAfter: requeue.After(r.Resync, DefaultResync)}, nil
 }
 
 // Capacity is the capacity of a Node of instance type t, as the simulated kubelet registers
@@ -236,22 +237,5 @@ func (r *Reconciler) cluster(ctx context.Context, tmpl *infrav1.SimMachineTempla
 			}
 		}
 	}
-	if name == "" {
-		return nil, nil
-	}
-	cl := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tmpl.Namespace, Name: name}, cl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return cl, nil
-}
-
-func (r *Reconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return DefaultResync
+	return gate.Cluster(ctx, r.Client, tmpl.Namespace, name)
 }

@@ -40,7 +40,7 @@ type Reconciler struct {
 	AutoscalerFieldManager string
 }
 
-// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinesets/status,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager watches both copies and the templates a Cluster API MachineSet owns, of
@@ -80,6 +80,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, req.NamespacedName, r.Namespaces.ClusterAPI, &machinev1beta1.MachineSet{}, &clusterv1.MachineSet{})
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if capi != nil && ownedByDeployment(capi) {
+		// A MachineDeployment's MachineSet has no Machine API counterpart: never mirrored.
+		return ctrl.Result{}, nil
 	}
 	switch {
 	case mapi == nil && capi == nil:
@@ -121,8 +125,14 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a
-// non-authoritative one goes alone and the Cluster API MachineSet keeps running.
+// non-authoritative one goes alone and the Cluster API MachineSet keeps running, and so do the
+// Machines the Machine API still runs (keepMachines).
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
+	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI {
+		if err := r.keepMachines(ctx, mapi, capi); err != nil {
+			return err
+		}
+	}
 	if capi != nil {
 		if mapi.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && capi.DeletionTimestamp.IsZero() {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
@@ -134,4 +144,10 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 		}
 	}
 	return synccommon.Release(ctx, r.Client, mapi)
+}
+
+// ownedByDeployment reports a Cluster API MachineSet controlled by a MachineDeployment.
+func ownedByDeployment(ms *clusterv1.MachineSet) bool {
+	ref := metav1.GetControllerOf(ms)
+	return ref != nil && ref.Kind == "MachineDeployment" && ref.APIVersion == clusterv1.GroupVersion.String()
 }

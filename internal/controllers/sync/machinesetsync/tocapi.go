@@ -85,6 +85,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 
 	tmpl := out.InfraMachineTemplate
 	synccommon.SetPaused(tmpl, pause.ForCreate())
+	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name)
 	tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
 	if err := r.Client.Create(ctx, tmpl); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, err
@@ -106,14 +107,16 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
 }
 
-// setTemplatePaused keeps an existing template's paused annotation in line with authority.
+// setTemplatePaused keeps an existing template's paused annotation in line with authority, and
+// the sync's mark (synccommon.MirrorOfAnnotation) on it.
 func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, pause synccommon.Pause) error {
 	existing := tmpl.DeepCopyObject().(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	base := existing.DeepCopyObject().(client.Object)
-	if !pause.Apply(existing) {
+	paused := pause.Apply(existing)
+	if marked := synccommon.MarkMirrorOf(existing, tmpl.GetAnnotations()[synccommon.MirrorOfAnnotation]); !paused && !marked {
 		return nil
 	}
 	return r.Client.Patch(ctx, existing, client.MergeFrom(base))

@@ -14,12 +14,19 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // toMAPI converts the authoritative Cluster API MachineSet and its template onto the Machine
-// API copy, keeping the user's authority requests, and reflects the Cluster API status.
+// API copy, keeping the user's authority requests, and reflects the Cluster API status. The
+// Cluster API MachineSet first gets the sync finalizer, as both copies of a pair do (one born
+// in the Cluster API too), so its deletion is carried over instead of it being created again
+// from its Machine API copy.
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
+	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
+		return ctrl.Result{}, err
+	}
 	ref := capi.Spec.Template.Spec.InfrastructureRef
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {

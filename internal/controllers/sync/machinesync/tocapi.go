@@ -72,6 +72,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 
 	infra := out.InfraMachine
 	synccommon.SetPaused(infra, pause.ForCreate())
+	synccommon.MarkMirrorOf(infra, "Machine/"+mapi.Name)
 	infra.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("Machine"))})
 	if err := r.upsertInfra(ctx, infra, pause); err != nil {
 		return ctrl.Result{}, err
@@ -109,7 +110,8 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 	return r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-// upsertInfra creates the InfraMachine or overwrites drift in its spec and labels.
+// upsertInfra creates the InfraMachine or overwrites drift in its spec and labels, and keeps
+// its paused annotation and the sync's mark (synccommon.MirrorOfAnnotation).
 func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pause synccommon.Pause) error {
 	existing := desired.DeepCopyObject().(client.Object)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
@@ -125,6 +127,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	}
 	existing.SetLabels(synccommon.MergeMap(existing.GetLabels(), desired.GetLabels()))
 	pause.Apply(existing)
+	synccommon.MarkMirrorOf(existing, desired.GetAnnotations()[synccommon.MirrorOfAnnotation])
 	if metav1.GetControllerOf(existing) == nil {
 		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), desired.GetOwnerReferences()...))
 	}

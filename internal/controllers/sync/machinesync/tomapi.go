@@ -15,12 +15,18 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // toMAPI converts the authoritative Cluster API Machine and its InfraMachine onto the Machine
-// API copy, spec and status.
+// API copy, spec and status. The Cluster API Machine first gets the sync finalizer, as both
+// copies of a pair do (a pair born in the Cluster API too), so its deletion reaches the sync
+// and is carried over instead of the Machine being created again from its Machine API copy.
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
+		return ctrl.Result{}, err
+	}
 	desired, res, err := r.convertToMAPI(ctx, mapi, capi)
 	if desired == nil {
 		return res, err

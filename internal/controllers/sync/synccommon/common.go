@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -43,6 +44,9 @@ const (
 type Namespaces struct {
 	MachineAPI string
 	ClusterAPI string
+	// AdditionalSyncMachineLabels are the manager's --additional-sync-machine-labels: Node
+	// labels outside the Cluster API's own domains that the conversion accepts on Machines.
+	AdditionalSyncMachineLabels []*regexp.Regexp
 }
 
 // ProviderSpecKind reads the kind of a providerSpec value.
@@ -72,7 +76,10 @@ func ContextFor(ctx context.Context, c client.Reader, reg *provider.Registry, ns
 
 // PlatformContext builds the conversion context of the cluster for platform p.
 func PlatformContext(ctx context.Context, c client.Reader, p provider.Provider, ns Namespaces) (convert.Context, error) {
-	return provider.Context(ctx, c, p, convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI})
+	return provider.ContextWith(ctx, c, p, provider.Settings{
+		Namespaces:                  convert.Namespaces{MachineAPI: ns.MachineAPI, ClusterAPI: ns.ClusterAPI},
+		AdditionalSyncMachineLabels: ns.AdditionalSyncMachineLabels,
+	})
 }
 
 // InitialAuthority is the status.authoritativeAPI a Machine API copy starts with: the one its

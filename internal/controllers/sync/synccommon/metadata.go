@@ -18,6 +18,26 @@ const (
 	SyncedAnnotationsAnnotation = "machina.dev/synced-annotations"
 )
 
+// MirrorOfAnnotation marks an InfraMachine or InfraMachineTemplate the sync writes for a
+// Machine API resource, naming it ("Machine/<name>", "MachineSet/<name>"). These objects carry
+// no sync finalizer (their owner carries a deletion over); while paused, the mark is how the
+// admission policies tell them from objects a user paused (config/admission).
+const MirrorOfAnnotation = "machina.dev/mirror-of"
+
+// MarkMirrorOf sets MirrorOfAnnotation on o to value, reporting a change.
+func MarkMirrorOf(o client.Object, value string) bool {
+	a := o.GetAnnotations()
+	if v, ok := a[MirrorOfAnnotation]; ok && v == value {
+		return false
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[MirrorOfAnnotation] = value
+	o.SetAnnotations(a)
+	return true
+}
+
 // notMirrored reports the keys the sync never copies between the APIs: those in machina's own
 // domain (its records here, the MachineHealthCheck authority and synchronisation annotations
 // of the Machine API copy), which describe the object they are on, and the paused annotation,

@@ -36,6 +36,14 @@ type Platform struct {
 	// CredentialsSecret is the Machine API credentials secret name; CAPA takes credentials
 	// from the AWSCluster instead. Defaults to DefaultCredentialsSecret.
 	CredentialsSecret string
+	// IPFamily is the Infrastructure's status.platformStatus.aws.ipFamily. On a dual-stack
+	// cluster the Machine API actuator gives every instance a primary IPv6 address and
+	// resource-name private DNS; the AWSMachine says so explicitly.
+	IPFamily configv1.IPFamilyType
+	// ControlPlaneLoadBalancers are those of the cluster's AWSCluster, nil when it is not
+	// known (offline without the AWSCluster). Control-plane Machines are checked against them
+	// and get them back.
+	ControlPlaneLoadBalancers *LoadBalancers
 }
 
 var _ convert.Platform = Platform{}
@@ -57,7 +65,27 @@ func FromInfrastructure(infra *configv1.Infrastructure) (Platform, error) {
 	if ps == nil || ps.Type != configv1.AWSPlatformType || ps.AWS == nil {
 		return Platform{}, fmt.Errorf("aws: Infrastructure %q has no AWS platform status", infra.Name)
 	}
-	return New(ps.AWS.Region)
+	p, err := New(ps.AWS.Region)
+	if err != nil {
+		return Platform{}, err
+	}
+	return p.WithInfrastructure(infra), nil
+}
+
+// WithInfrastructure returns p with what the Infrastructure says about every Machine: its
+// ipFamily. The region is not changed.
+func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
+	if ps := infra.Status.PlatformStatus; ps != nil && ps.AWS != nil {
+		p.IPFamily = ps.AWS.IPFamily
+	}
+	return p
+}
+
+// WithAWSCluster returns p with the AWSCluster's control-plane load balancers. The region is
+// not changed.
+func (p Platform) WithAWSCluster(c *capav1.AWSCluster) Platform {
+	p.ControlPlaneLoadBalancers = ControlPlaneLoadBalancers(c)
+	return p
 }
 
 // FromAWSCluster returns the platform for the cluster an AWSCluster describes.
@@ -65,8 +93,15 @@ func FromAWSCluster(c *capav1.AWSCluster) (Platform, error) {
 	if c == nil {
 		return Platform{}, errors.New("aws: no AWSCluster")
 	}
-	return New(c.Spec.Region)
+	p, err := New(c.Spec.Region)
+	if err != nil {
+		return Platform{}, err
+	}
+	return p.WithAWSCluster(c), nil
 }
+
+// MarksControlPlane is true: a providerSpec with loadBalancers is a control-plane Machine.
+func (Platform) MarksControlPlane() bool { return true }
 
 // Name is the platform's short name.
 func (Platform) Name() string { return "aws" }

@@ -1,7 +1,9 @@
 package aws
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/machina-dev/machina/internal/convert"
 )
@@ -118,12 +121,8 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	if len(s.NetworkInterfaces) > 0 {
 		unsupported("networkInterfaces", s.NetworkInterfaces)
 	}
-	if s.AssignPrimaryIPv6 != nil {
-		unsupported("assignPrimaryIPv6", *s.AssignPrimaryIPv6)
-	}
-	if s.PrivateDNSName != nil {
-		unsupported("privateDnsName", "<set>")
-	}
+	p.dualStackToMAPI(s, path, r)
+	ps.LoadBalancers = p.loadBalancersToMAPI(mv.ControlPlane, paths, r)
 
 	// Placement.
 	ps.Placement.Region = p.Region
@@ -237,20 +236,21 @@ func refToMAPI(ref capav1.AWSResourceReference, path *field.Path, r *convert.Rep
 	return out
 }
 
+// hostToMAPI converts the dedicated host placement. An unset hostAffinity is CAPA's default;
+// "default" without a host is no host placement at all.
 func hostToMAPI(s *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) *mapiv1.HostPlacement {
-	if s.HostID == nil && s.HostAffinity == nil && s.DynamicHostAllocation == nil {
+	affinity := ptr.Deref(s.HostAffinity, hostAffinityDefault)
+	if s.HostID == nil && s.DynamicHostAllocation == nil && affinity == hostAffinityDefault {
 		return nil
 	}
 	h := &mapiv1.HostPlacement{}
-	if a := s.HostAffinity; a != nil {
-		switch *a {
-		case "default":
-			h.Affinity = ptr.To(mapiv1.HostAffinityAnyAvailable)
-		case "host":
-			h.Affinity = ptr.To(mapiv1.HostAffinityDedicatedHost)
-		default:
-			r.Error(field.NotSupported(path.Child("hostAffinity"), *a, []string{"default", "host"}))
-		}
+	switch affinity {
+	case hostAffinityDefault:
+		h.Affinity = ptr.To(mapiv1.HostAffinityAnyAvailable)
+	case hostAffinityHost:
+		h.Affinity = ptr.To(mapiv1.HostAffinityDedicatedHost)
+	default:
+		r.Error(field.NotSupported(path.Child("hostAffinity"), affinity, []string{hostAffinityDefault, hostAffinityHost}))
 	}
 	switch {
 	case s.HostID != nil && s.DynamicHostAllocation != nil:
@@ -265,6 +265,64 @@ func hostToMAPI(s *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) *
 		}
 	}
 	return h
+}
+
+// dualStackToMAPI checks the fields OpenShift's AWS actuator derives from a dual-stack
+// cluster's ipFamily: on such a cluster they must say what the actuator does; elsewhere the
+// Machine API cannot express them.
+func (p Platform) dualStackToMAPI(s *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
+	if !isDualStack(p.IPFamily) {
+		const why = convert.MachineAPI + " outside a dual-stack cluster (Infrastructure status.platformStatus.aws.ipFamily DualStackIPv4Primary or DualStackIPv6Primary)"
+		if s.AssignPrimaryIPv6 != nil {
+			r.Unsupported(path.Child("assignPrimaryIPv6"), *s.AssignPrimaryIPv6, why)
+		}
+		if s.PrivateDNSName != nil {
+			r.Unsupported(path.Child("privateDnsName"), "<set>", why)
+		}
+		return
+	}
+	actuator := "on this dual-stack cluster (ipFamily " + string(p.IPFamily) + ") the Machine API's AWS actuator gives every instance "
+	switch v := s.AssignPrimaryIPv6; {
+	case v == nil:
+		r.Warn(path.Child("assignPrimaryIPv6"), "unset; %sa primary IPv6 address", actuator)
+	case *v != capav1.PrimaryIPv6AssignmentStateEnabled:
+		r.Error(field.Invalid(path.Child("assignPrimaryIPv6"), *v, actuator+"a primary IPv6 address; only enabled can be converted"))
+	}
+	want := dualStackDNS()
+	switch d := s.PrivateDNSName; {
+	case d == nil:
+		r.Warn(path.Child("privateDnsName"), "unset; %sa resource-name hostname with A and AAAA records", actuator)
+	case !reflect.DeepEqual(d, want):
+		r.Error(field.Invalid(path.Child("privateDnsName"), fmt.Sprintf("hostnameType=%s enableResourceNameDnsARecord=%v enableResourceNameDnsAAAARecord=%v",
+			ptr.Deref(d.HostnameType, ""), ptr.Deref(d.EnableResourceNameDNSARecord, false), ptr.Deref(d.EnableResourceNameDNSAAAARecord, false)),
+			actuator+"a resource-name hostname with A and AAAA records; only that can be converted"))
+	}
+}
+
+// loadBalancersToMAPI gives a control-plane Machine the AWSCluster's control-plane load
+// balancers, which CAPA registers it with.
+func (p Platform) loadBalancersToMAPI(controlPlane bool, paths convert.InfraPaths, r *convert.Report) []mapiv1.LoadBalancerReference {
+	if !controlPlane {
+		return nil
+	}
+	label := paths.Metadata.Child("labels").Key(clusterv1.MachineControlPlaneLabel)
+	known := p.ControlPlaneLoadBalancers
+	switch {
+	case known == nil:
+		r.Error(field.Invalid(label, "", "a control-plane Machine's load balancers are the AWSCluster's, which is not known here; give the AWSCluster (--infrastructure)"))
+		return nil
+	case len(known.Problems) > 0:
+		r.Error(field.Invalid(label, "", "the Machine API cannot name the AWSCluster's control-plane load balancers: "+strings.Join(known.Problems, "; ")))
+		return nil
+	case len(known.List) == 0:
+		r.Error(field.Invalid(label, "", "the AWSCluster has no control-plane load balancer; a Machine API control-plane Machine is one registered with load balancers"))
+		return nil
+	}
+	out := make([]mapiv1.LoadBalancerReference, len(known.List))
+	for i, lb := range known.List {
+		out[i] = mapiv1.LoadBalancerReference{Name: lb.Name, Type: lb.Type}
+	}
+	return out
 }
 
 func volumeToMAPI(v capav1.Volume, path *field.Path, r *convert.Report) *mapiv1.EBSBlockDeviceSpec {

@@ -44,3 +44,21 @@ func TestInstanceID(t *testing.T) {
 		}
 	}
 }
+
+func TestZoneRegion(t *testing.T) {
+	for zone, want := range map[string]string{
+		"us-east-1a":              "us-east-1",
+		"us-gov-west-1b":          "us-gov-west-1",
+		"ap-northeast-3c":         "ap-northeast-3",
+		"us-east-1-nyc-1a":        "us-east-1",
+		"us-west-2-lax-1b":        "us-west-2",
+		"us-east-1-wl1-bos-wlz-1": "us-east-1",
+		"":                        "",
+		"sim-east-1a":             "",
+		"us-east-1":               "",
+	} {
+		if got := ZoneRegion(zone); got != want {
+			t.Errorf("ZoneRegion(%q) = %q, want %q", zone, got, want)
+		}
+	}
+}

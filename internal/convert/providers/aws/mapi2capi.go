@@ -2,6 +2,8 @@ package aws
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,8 +112,10 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 			out.Subnet = &ref
 		}
 	}
-	for i, lb := range ps.LoadBalancers {
-		r.Error(field.Invalid(path.Child("loadBalancers").Index(i), lb.Name, "CAPA registers control plane Machines with the AWSCluster's load balancers; per-Machine load balancers cannot be converted"))
+	mv.ControlPlane = p.loadBalancersToCAPA(ps.LoadBalancers, path.Child("loadBalancers"), r)
+	if isDualStack(p.IPFamily) {
+		out.AssignPrimaryIPv6 = ptr.To(capav1.PrimaryIPv6AssignmentStateEnabled)
+		out.PrivateDNSName = dualStackDNS()
 	}
 
 	// Placement.
@@ -168,6 +172,53 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 	return out, mv
 }
 
+// CAPA's hostAffinity values.
+const (
+	hostAffinityDefault = "default"
+	hostAffinityHost    = "host"
+)
+
+// loadBalancersToCAPA checks a Machine's load balancers, which make it a control-plane Machine
+// (the returned value): CAPA registers control-plane Machines with the AWSCluster's load
+// balancers, so they must be those.
+func (p Platform) loadBalancersToCAPA(lbs []mapiv1.LoadBalancerReference, path *field.Path, r *convert.Report) bool {
+	if len(lbs) == 0 {
+		return false
+	}
+	in := make([]LoadBalancer, 0, len(lbs))
+	ok := true
+	for i, lb := range lbs {
+		lp := path.Index(i)
+		if lb.Name == "" {
+			r.Error(field.Required(lp.Child("name"), ""))
+			ok = false
+		}
+		switch lb.Type {
+		case mapiv1.ClassicLoadBalancerType, mapiv1.NetworkLoadBalancerType:
+		default:
+			r.Error(field.NotSupported(lp.Child("type"), lb.Type, []string{string(mapiv1.ClassicLoadBalancerType), string(mapiv1.NetworkLoadBalancerType)}))
+			ok = false
+		}
+		in = append(in, LoadBalancer{Name: lb.Name, Type: lb.Type})
+	}
+	known := p.ControlPlaneLoadBalancers
+	switch {
+	case !ok:
+	case known == nil:
+		r.Warn(path, "not checked: the AWSCluster is not known here. CAPA registers control-plane Machines with the AWSCluster's "+
+			"spec.controlPlaneLoadBalancer and spec.secondaryControlPlaneLoadBalancer, not per Machine; give the AWSCluster (--infrastructure) to check them and to convert the Machine back")
+	case !known.sameSet(in):
+		detail := "CAPA registers control-plane Machines with the AWSCluster's control-plane load balancers (" + known.String() + "), not per Machine; the Machine's must be the same"
+		if len(known.Problems) > 0 {
+			detail += "; " + strings.Join(known.Problems, "; ")
+		}
+		r.Error(field.Invalid(path, LoadBalancers{List: in}.String(), detail))
+	case !slices.Equal(in, known.List):
+		r.Warn(path, "converting back lists them in the AWSCluster's order: %s", known)
+	}
+	return true
+}
+
 // metadataOptions is CAPA's instance metadata options in the form its CRD defaults produce,
 // with only the token requirement chosen (the one thing the Machine API configures).
 func metadataOptions(tokens capav1.HTTPTokensState) *capav1.InstanceMetadataOptions {
@@ -180,6 +231,9 @@ func metadataOptions(tokens capav1.HTTPTokensState) *capav1.InstanceMetadataOpti
 	}
 }
 
+// checkTypeMeta reads the providerSpec's type. The Machine API's AWS actuator decodes the
+// value into its one type whatever apiVersion it names, so an unexpected apiVersion is a
+// warning; the kind decides the platform and must be right.
 func checkTypeMeta(apiVersion, kind string, path *field.Path, r *convert.Report) {
 	switch apiVersion {
 	case mapiv1.GroupVersion.String():
@@ -188,7 +242,8 @@ func checkTypeMeta(apiVersion, kind string, path *field.Path, r *convert.Report)
 	case "":
 		r.Warn(path.Child("apiVersion"), "unset; read as %s", mapiv1.GroupVersion)
 	default:
-		r.Error(field.NotSupported(path.Child("apiVersion"), apiVersion, []string{mapiv1.GroupVersion.String()}))
+		r.Warn(path.Child("apiVersion"), "%q is not %s; the Machine API ignores the apiVersion and reads the value as %s, and so does the conversion; converting back writes %s",
+			apiVersion, mapiv1.GroupVersion, ProviderSpecKind, mapiv1.GroupVersion)
 	}
 	switch kind {
 	case ProviderSpecKind:
@@ -251,19 +306,24 @@ func refToCAPA(ref mapiv1.AWSResourceReference, path *field.Path, r *convert.Rep
 	}
 }
 
+// hostToCAPA converts the dedicated host placement. The AWSMachine always gets a hostAffinity,
+// "default" unless the Machine asks for DedicatedHost, as CAPA's CRD defaults it.
 func hostToCAPA(h *mapiv1.HostPlacement, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
+	out.HostAffinity = ptr.To(hostAffinityDefault)
 	if h == nil {
 		return
 	}
-	if a := h.Affinity; a != nil {
-		switch *a {
-		case mapiv1.HostAffinityAnyAvailable:
-			out.HostAffinity = ptr.To("default")
-		case mapiv1.HostAffinityDedicatedHost:
-			out.HostAffinity = ptr.To("host")
-		default:
-			r.Error(field.NotSupported(path.Child("affinity"), *a, []string{"AnyAvailable", "DedicatedHost"}))
+	switch a := h.Affinity; {
+	case a == nil:
+		r.Warn(path.Child("affinity"), "unset; read as AnyAvailable, which is CAPA's default hostAffinity")
+	case *a == mapiv1.HostAffinityAnyAvailable:
+		if h.DedicatedHost == nil {
+			r.Warn(path, "AnyAvailable without a dedicatedHost is the default placement; converting back leaves placement.host unset")
 		}
+	case *a == mapiv1.HostAffinityDedicatedHost:
+		out.HostAffinity = ptr.To(hostAffinityHost)
+	default:
+		r.Error(field.NotSupported(path.Child("affinity"), *a, []string{"AnyAvailable", "DedicatedHost"}))
 	}
 	d := h.DedicatedHost
 	if d == nil {

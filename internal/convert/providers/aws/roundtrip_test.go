@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -22,24 +23,63 @@ const (
 
 var testCtx = convert.Context{ClusterName: cluster, Platform: Platform{Region: region, CredentialsSecret: DefaultCredentialsSecret}, Namespaces: convert.OpenShiftNamespaces}
 
-var suite = ct.Suite[*mapiv1.AWSMachineProviderConfig, *capav1.AWSMachineSpec]{
-	Checker:            ct.Checker{Ctx: testCtx, DecodeProviderSpec: ct.DecodeJSON[mapiv1.AWSMachineProviderConfig]},
-	ProviderSpec:       genProviderSpec,
-	RandomProviderSpec: randomProviderSpec,
-	ProviderID:         genProviderID,
-	InfraSpec:          genSpec,
-	RandomCAPIMachine:  randomCAPIMachine,
-	MinAcceptedPercent: 5,
-	ProviderSpecSeeds: []string{
-		`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","ami":{"id":"ami-1"},"instanceType":"m6i.xlarge","placement":{"region":"us-east-1","availabilityZone":"us-east-1a"},"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"},"blockDevices":[{"ebs":{"volumeSize":120,"volumeType":"gp3","kmsKey":{"arn":"arn:aws:kms:us-east-1:1:key/x"}}}]}`,
-		`{"ami":{"filters":[{"name":"x"}]},"placement":{"region":"eu-west-1"},"deviceIndex":1}`,
-		`{"blockDevices":[{},{"deviceName":""}],"placement":{"host":{"dedicatedHost":{"allocationStrategy":"Dynamic","id":"h-1"}}}}`,
-		`null`,
-	},
+// installerLoadBalancers are the control-plane load balancers of an installer-made AWSCluster.
+var installerLoadBalancers = []LoadBalancer{{Name: cluster + "-int", Type: mapiv1.NetworkLoadBalancerType}, {Name: cluster + "-ext", Type: mapiv1.NetworkLoadBalancerType}}
+
+var suite = newSuite(testCtx.Platform.(Platform))
+
+// dualStackSuite runs the same properties on a dual-stack cluster whose AWSCluster is known,
+// with control-plane Machines among the generated ones.
+var dualStackSuite = newSuite(Platform{Region: region, CredentialsSecret: DefaultCredentialsSecret,
+	IPFamily: configv1.DualStackIPv6Primary, ControlPlaneLoadBalancers: &LoadBalancers{List: installerLoadBalancers}})
+
+func newSuite(p Platform) ct.Suite[*mapiv1.AWSMachineProviderConfig, *capav1.AWSMachineSpec] {
+	c := testCtx
+	c.Platform = p
+	return ct.Suite[*mapiv1.AWSMachineProviderConfig, *capav1.AWSMachineSpec]{
+		Checker: ct.Checker{Ctx: c, DecodeProviderSpec: ct.DecodeJSON[mapiv1.AWSMachineProviderConfig]},
+		ProviderSpec: func(g *ct.Gen) *mapiv1.AWSMachineProviderConfig {
+			ps := genProviderSpec(g)
+			if p.ControlPlaneLoadBalancers != nil && g.Intn(3) == 0 {
+				for _, lb := range p.ControlPlaneLoadBalancers.List {
+					ps.LoadBalancers = append(ps.LoadBalancers, mapiv1.LoadBalancerReference{Name: lb.Name, Type: lb.Type})
+				}
+			}
+			return ps
+		},
+		RandomProviderSpec: randomProviderSpec,
+		ProviderID:         genProviderID,
+		InfraSpec: func(g *ct.Gen) *capav1.AWSMachineSpec {
+			s := genSpec(g)
+			if isDualStack(p.IPFamily) {
+				s.AssignPrimaryIPv6 = ptr.To(capav1.PrimaryIPv6AssignmentStateEnabled)
+				s.PrivateDNSName = dualStackDNS()
+			}
+			return s
+		},
+		MachineLabels: func(g *ct.Gen) map[string]string {
+			if p.ControlPlaneLoadBalancers != nil && g.Intn(3) == 0 {
+				return map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+			}
+			return nil
+		},
+		RandomCAPIMachine:  randomCAPIMachine,
+		MinAcceptedPercent: 5,
+		ProviderSpecSeeds: []string{
+			`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","ami":{"id":"ami-1"},"instanceType":"m6i.xlarge","placement":{"region":"us-east-1","availabilityZone":"us-east-1a"},"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"},"blockDevices":[{"ebs":{"volumeSize":120,"volumeType":"gp3","kmsKey":{"arn":"arn:aws:kms:us-east-1:1:key/x"}}}]}`,
+			`{"ami":{"filters":[{"name":"x"}]},"placement":{"region":"eu-west-1"},"deviceIndex":1}`,
+			`{"blockDevices":[{},{"deviceName":""}],"placement":{"host":{"dedicatedHost":{"allocationStrategy":"Dynamic","id":"h-1"}}}}`,
+			`{"loadBalancers":[{"name":"x-int","type":"network"},{"name":"","type":"application"}],"placement":{}}`,
+			`null`,
+		},
+	}
 }
 
 // TestRoundTrip runs the shared round-trip properties (see converttest.Suite) on AWS objects.
 func TestRoundTrip(t *testing.T) { suite.Run(t) }
+
+// TestRoundTripDualStack runs them on a dual-stack cluster with control-plane Machines.
+func TestRoundTripDualStack(t *testing.T) { dualStackSuite.Run(t) }
 
 func FuzzRoundTrip(f *testing.F) { suite.FuzzRoundTrip(f) }
 
@@ -136,17 +176,18 @@ func genProviderSpec(g *ct.Gen) *mapiv1.AWSMachineProviderConfig {
 		ps.SpotMarketOptions = &mapiv1.SpotMarketOptions{MaxPrice: ct.Pick(g, nil, ptr.To("0.12"))}
 	}
 	ps.MetadataServiceOptions.Authentication = ct.Pick[mapiv1.MetadataServiceAuthentication](g, "", mapiv1.MetadataServiceAuthenticationRequired, mapiv1.MetadataServiceAuthenticationOptional)
+	affinity := ptr.To(ct.Pick(g, mapiv1.HostAffinityAnyAvailable, mapiv1.HostAffinityDedicatedHost))
 	switch g.Intn(4) {
 	case 1:
-		ps.Placement.Host = &mapiv1.HostPlacement{Affinity: ptr.To(ct.Pick(g, mapiv1.HostAffinityAnyAvailable, mapiv1.HostAffinityDedicatedHost))}
+		ps.Placement.Host = &mapiv1.HostPlacement{Affinity: ptr.To(mapiv1.HostAffinityDedicatedHost)}
 	case 2:
-		ps.Placement.Host = &mapiv1.HostPlacement{DedicatedHost: &mapiv1.DedicatedHost{AllocationStrategy: ptr.To(mapiv1.AllocationStrategyUserProvided), ID: "h-0123456789abcdef0"}}
+		ps.Placement.Host = &mapiv1.HostPlacement{Affinity: affinity, DedicatedHost: &mapiv1.DedicatedHost{AllocationStrategy: ptr.To(mapiv1.AllocationStrategyUserProvided), ID: "h-0123456789abcdef0"}}
 	case 3:
 		d := &mapiv1.DedicatedHost{AllocationStrategy: ptr.To(mapiv1.AllocationStrategyDynamic)}
 		if tags := genMAPITags(g); len(tags) > 0 {
 			d.DynamicHostAllocation = &mapiv1.DynamicHostAllocationSpec{Tags: &tags}
 		}
-		ps.Placement.Host = &mapiv1.HostPlacement{Affinity: ct.Pick(g, nil, ptr.To(mapiv1.HostAffinityDedicatedHost)), DedicatedHost: d}
+		ps.Placement.Host = &mapiv1.HostPlacement{Affinity: affinity, DedicatedHost: d}
 	}
 	return ps
 }
@@ -221,9 +262,7 @@ func genSpec(g *ct.Gen) *capav1.AWSMachineSpec {
 	case 2:
 		s.DynamicHostAllocation = &capav1.DynamicHostAllocationSpec{Tags: g.Map()}
 	}
-	if g.Maybe() {
-		s.HostAffinity = ptr.To(ct.Pick(g, "default", "host"))
-	}
+	s.HostAffinity = ptr.To(ct.Pick(g, hostAffinityDefault, hostAffinityHost)) // always set once admitted
 	if s.PlacementGroupName != "" && g.Maybe() {
 		s.PlacementGroupPartition = int64(1 + g.Intn(7))
 	}

@@ -1,0 +1,107 @@
+package authorityhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/scheme"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// Controllers of each API, as they run beside machina in bridge mode (docs/install.md): a
+// Cluster API infrastructure provider and OpenShift's Machine API controllers.
+const (
+	providerUser       = "system:serviceaccount:capi-provider-system:provider-manager"
+	mapiControllerUser = "system:serviceaccount:openshift-machine-api:machine-api-controllers"
+)
+
+// A Paused condition as a paused controller reports it, in the Cluster API (metav1) and the
+// Machine API formats, and another condition such a controller must not write on a mirror.
+const (
+	capiPausedStatus = `{"status":{"conditions":[{"type":"Paused","status":"True","reason":"Paused","message":"paused",` +
+		`"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	capiReadyStatus = `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"ready",` +
+		`"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	mapiPausedStatus = `{"status":{"lastUpdated":"2026-01-01T00:00:00Z","conditions":[{"type":"Paused","status":"True",` +
+		`"reason":"AuthoritativeAPINotMachineAPI","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+)
+
+// checkMirrorExceptions checks what the rules still let others write on a mirror: a paused
+// controller of the kind may report its Paused condition (with the Machine API's lastUpdated
+// stamp) and nothing else of the status, and the cluster autoscaler may mark a mirrored
+// Cluster API Machine for deletion (its scale-down does that before lowering replicas).
+func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.Client, kinds []matrixKind) {
+	t.Helper()
+	ctx := context.Background()
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "matrix-controllers"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "matrix-machine-admin"},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Namespace: "capi-provider-system", Name: "provider-manager"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: "openshift-machine-api", Name: "machine-api-controllers"}}}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	provider, mapiController := serviceAccount(t, e, providerUser), serviceAccount(t, e, mapiControllerUser)
+	kind := func(name string) matrixKind {
+		for _, k := range kinds {
+			if k.name == name {
+				return k
+			}
+		}
+		t.Fatalf("no matrix kind %s", name)
+		return matrixKind{}
+	}
+	deleteMark := metaPatch("annotations", "cluster.x-k8s.io/delete-machine", "yes")
+	cases := []struct {
+		what    string
+		c       client.Client
+		kind    string
+		write   string
+		patch   string
+		message string // "" when allowed
+	}{
+		{"provider reports Paused on a SimMachine mirror", provider, "infrastructure.machina.dev/SimMachine", wStatus, capiPausedStatus, ""},
+		{"provider reports Paused on a SimMachineTemplate mirror", provider, "infrastructure.machina.dev/SimMachineTemplate", wStatus, capiPausedStatus, ""},
+		{"provider reports Ready on a SimMachine mirror", provider, "infrastructure.machina.dev/SimMachine", wStatus, capiReadyStatus,
+			"status: Forbidden: SimMachine cx-simmachine is a paused mirror of an authoritative Machine API resource"},
+		{"Cluster API controller reports Paused on a Machine mirror", provider, "cluster.x-k8s.io/Machine", wStatus, capiPausedStatus, ""},
+		{"Machine API controller reports Paused on a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, mapiPausedStatus, ""},
+		{"Machine API controller sets the phase of a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, `{"status":{"phase":"Running"}}`,
+			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
+		{"autoscaler marks a mirrored Machine for deletion", ids[idAutoscaler], "cluster.x-k8s.io/Machine", wAnno, deleteMark, ""},
+		{"namespace admin marks a mirrored Machine for deletion", ids[idNSAdmin], "cluster.x-k8s.io/Machine", wAnno, deleteMark,
+			"metadata.annotations: Forbidden: annotations in the " + reservedDomains + " domains of Machine cx-machine"},
+	}
+	for _, tc := range cases {
+		k := kind(tc.kind)
+		k.patches = map[string]string{tc.write: tc.patch}
+		got := send(ctx, tc.c, k, tc.write)
+		switch {
+		case tc.message == "" && !got.allowed:
+			t.Errorf("%s: %s; want allowed", tc.what, got)
+		case tc.message != "" && (got.allowed || got.by != "policy" || !strings.Contains(got.message, tc.message)):
+			t.Errorf("%s: %s; want denied by policy: %s", tc.what, got, tc.message)
+		default:
+			t.Logf("%s: %s", tc.what, got)
+		}
+	}
+}
+
+func serviceAccount(t *testing.T, e *testenv.Env, user string) client.Client {
+	t.Helper()
+	ns := strings.Split(user, ":")[2]
+	cfg, err := e.Lab.UserConfig(user, "system:serviceaccounts", "system:serviceaccounts:"+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,75 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// infraPaused reports whether the InfraMachine's provider has acknowledged the pause. The
+// provider's controller is the one that launches instances, so a handover away from the
+// Cluster API waits for it as well as for the Machine controller: otherwise a launch it has
+// in flight could finish after the Machine API took over and leave a second instance.
+//
+// The Cluster API contract has providers report a Paused condition in status.conditions
+// (with observedGeneration in the v1beta2 form, without it in the v1beta1 form CAPA v2
+// writes). A provider that has never stored its finalizer has never launched anything, so
+// an InfraMachine without the condition counts as paused only then.
+func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool, string, error) {
+	if s.infra == nil {
+		return true, "", nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.infraGVK)
+	// The subject holds only metadata; the condition needs the status (an uncached read, and
+	// only while a handover waits here).
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s.infra), u); err != nil {
+		return false, "", client.IgnoreNotFound(err)
+	}
+	acted := false
+	for _, f := range s.infraFinalizers {
+		acted = acted || controllerutil.ContainsFinalizer(u, f)
+	}
+	if ok, why, err := pausedCondition(u, acted); err != nil || !ok {
+		return ok, why, err
+	}
+	// The instance the provider recorded (perhaps while acknowledging the pause) must have
+	// reached the Machine API copy, which is about to act on it.
+	if pid, _, _ := unstructured.NestedString(u.Object, "spec", "providerID"); pid != "" && pid != ptr.Deref(s.mapi.Spec.ProviderID, "") {
+		return false, fmt.Sprintf("the Machine API copy does not name instance %s yet, which %s %s records", pid, u.GetKind(), u.GetName()), nil
+	}
+	return true, "", nil
+}
+
+// pausedCondition reads the Paused condition of a Cluster API object in either condition
+// form. acted says whether the object's controller has acted on it (then a missing
+// condition is not an acknowledgement).
+func pausedCondition(u *unstructured.Unstructured, acted bool) (bool, string, error) {
+	what := fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil {
+		return false, "", fmt.Errorf("%s: status.conditions: %w", what, err)
+	}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != clusterv1.PausedCondition {
+			continue
+		}
+		if m["status"] != "True" {
+			return false, what + " does not report Paused=True yet", nil
+		}
+		if g, ok := m["observedGeneration"].(int64); ok && g < u.GetGeneration() {
+			return false, fmt.Sprintf("%s reports Paused=True for generation %d, not %d", what, g, u.GetGeneration()), nil
+		}
+		return true, "", nil
+	}
+	if acted {
+		return false, what + " has no Paused condition yet although its provider has acted on it", nil
+	}
+	return true, "", nil
+}
