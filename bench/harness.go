@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/lab"
@@ -67,7 +68,16 @@ type env struct {
 	metricsAddr  string
 }
 
-func startEnv(groups string) (*env, error) {
+func startEnv(groups string) (*env, error) { return startEnvWith(envOptions{groups: groups}) }
+
+// envOptions configure startEnvWith.
+type envOptions struct {
+	groups string
+	// ec2 serves the cloud's EC2 front and points the manager's AWS provider at it.
+	ec2 bool
+}
+
+func startEnvWith(o envOptions) (*env, error) {
 	dir, err := os.MkdirTemp("", "machina-bench-")
 	if err != nil {
 		return nil, err
@@ -82,9 +92,13 @@ func startEnv(groups string) (*env, error) {
 	}
 	kcfg := rest.CopyConfig(e.lab.Config)
 	kcfg.Wrap(countWrites(&e.kubeletWrite))
-	e.cloud, err = server.New(server.Options{StateDir: filepath.Join(dir, "cloud"), NoSync: true, KubeConfig: kcfg,
+	so := server.Options{StateDir: filepath.Join(dir, "cloud"), NoSync: true, KubeConfig: kcfg,
 		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod},
-		Logger:  logr.Discard()})
+		Logger:  logr.Discard()}
+	if o.ec2 {
+		so.EC2 = &ec2.Options{}
+	}
+	e.cloud, err = server.New(so)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +122,13 @@ func startEnv(groups string) (*env, error) {
 	if err := lab.WriteKubeconfig(mkc, mcfg, "bench"); err != nil {
 		return nil, err
 	}
-	e.mgr = exec.Command(os.Args[0], "manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
-		"--controllers", groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr, "--metrics-insecure",
-		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
+	args := []string{"manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
+		"--controllers", o.groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr, "--metrics-insecure",
+		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000"}
+	if o.ec2 {
+		args = append(args, "--aws-endpoint", e.cloud.EC2().URL())
+	}
+	e.mgr = exec.Command(os.Args[0], args...)
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf
 	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
 	e.mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -2,6 +2,7 @@
 // the issues ask for. It is not a test: nothing here passes or fails on time.
 //
 //	go run ./bench mapi-scale -n 100 -n 1000
+//	go run ./bench mapi-scale -platform aws -n 100  # the same through the AWS actuator and the EC2 front
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
@@ -48,6 +49,7 @@ func main() {
 	fs := flag.NewFlagSet(scenario, flag.ExitOnError)
 	var sizes intList
 	fs.Var(&sizes, "n", "number of Machines (repeatable)")
+	fs.StringVar(&mapiScalePlatform, "platform", "sim", "mapi-scale: whose Machine API actuator, sim or aws (the AWS actuator through the EC2 front)")
 	_ = fs.Parse(args)
 	if len(sizes) == 0 {
 		sizes = intList{100}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -15,25 +19,82 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/demo"
+	"github.com/machina-dev/machina/internal/manager"
 )
+
+// mapiScalePlatform is the -platform flag: whose Machine API actuator mapi-scale measures.
+var mapiScalePlatform = "sim"
+
+// mapiPlatform is what mapi-scale needs of a platform.
+type mapiPlatform struct {
+	env envOptions
+	// machineSet creates what the platform's Machines need and returns the MachineSet to
+	// scale, not yet created, at zero replicas.
+	machineSet func(ctx context.Context, c client.Client) (*machinev1beta1.MachineSet, error)
+	// calls counts the cloud calls so far, by operation; callsLabel names them.
+	calls      func(e *env) map[string]int64
+	callsLabel string
+}
+
+func mapiPlatformFor(name string) (mapiPlatform, error) {
+	switch name {
+	case "sim":
+		return mapiPlatform{env: envOptions{groups: "machineapi"}, machineSet: simMachineSet, callsLabel: "cloud API calls/M",
+			calls: func(e *env) map[string]int64 {
+				out := map[string]int64{}
+				for op, st := range e.cloud.Stats().Operations {
+					out[op] = st.Calls
+				}
+				return out
+			}}, nil
+	case "aws":
+		return mapiPlatform{env: envOptions{groups: "machineapi,aws", ec2: true}, machineSet: awsMachineSet, callsLabel: "EC2 calls/M",
+			calls: func(e *env) map[string]int64 { return e.cloud.EC2().Calls() }}, nil
+	}
+	return mapiPlatform{}, fmt.Errorf("-platform %q: want sim or aws", name)
+}
+
+func simMachineSet(_ context.Context, _ client.Client) (*machinev1beta1.MachineSet, error) {
+	ps, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
+		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
+		Region:   "sim-east-1", Zone: "sim-east-1a", InstanceType: "s1.small", Image: "sim-rhcos-9"})
+	labels := map[string]string{"bench": "mapi-scale"}
+	return &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "default"},
+		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To[int32](0), Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels},
+				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: ps}}}}}}, nil
+}
+
+// awsMachineSet seeds the AWS lab's cluster objects (Infrastructure, credentials and user
+// data Secrets) and returns one of its worker MachineSets: the EC2 front's RHCOS AMI, the
+// zone's private subnet and the security groups found by tag filters.
+func awsMachineSet(ctx context.Context, c client.Client) (*machinev1beta1.MachineSet, error) {
+	mapiNS, capiNS := manager.Env{}.Namespaces()
+	cl := demo.DefaultAWSCluster(mapiNS, capiNS, nil)
+	if err := demo.EnsureAWSClusterObjects(ctx, c, cl); err != nil {
+		return nil, err
+	}
+	return cl.MachineSet(cl.Name+"-bench", cl.Zones[0], 0), nil
+}
 
 // mapiScale scales a Machine API MachineSet from 0 to n and waits until every Machine is
 // Running with a nodeRef.
 func mapiScale(n int) (result, error) {
-	e, err := startEnv("machineapi")
+	p, err := mapiPlatformFor(mapiScalePlatform)
+	if err != nil {
+		return result{}, err
+	}
+	e, err := startEnvWith(p.env)
 	if err != nil {
 		return result{}, err
 	}
 	defer e.stop()
 	ctx := context.Background()
-	ps, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
-		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:   "sim-east-1", Zone: "sim-east-1a", InstanceType: "s1.small", Image: "sim-rhcos-9"})
-	labels := map[string]string{"bench": "mapi-scale"}
-	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "default"},
-		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To[int32](0), Selector: metav1.LabelSelector{MatchLabels: labels},
-			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels},
-				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: ps}}}}}}
+	ms, err := p.machineSet(ctx, e.client)
+	if err != nil {
+		return result{}, err
+	}
 	if err := e.client.Create(ctx, ms); err != nil {
 		return result{}, err
 	}
@@ -42,36 +103,15 @@ func mapiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	k0 := e.kubeletWrite.Load()
+	k0, c0 := e.kubeletWrite.Load(), p.calls(e)
 
 	start := time.Now()
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
 	}
-	lastReport := time.Now()
-	for {
-		var list machinev1beta1.MachineList
-		if err := e.client.List(ctx, &list, client.InNamespace("default")); err != nil {
-			return result{}, err
-		}
-		done := 0
-		for _, m := range list.Items {
-			if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil {
-				done++
-			}
-		}
-		if done >= n {
-			break
-		}
-		if time.Since(lastReport) > 10*time.Second {
-			fmt.Fprintf(os.Stderr, "bench: %d/%d Machines Running after %s\n", done, n, time.Since(start).Round(time.Second))
-			lastReport = time.Now()
-		}
-		if time.Since(start) > 15*time.Minute {
-			return result{}, fmt.Errorf("only %d of %d Machines Running after 15 minutes", done, n)
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := waitMachinesUp(ctx, e.client, ms.Namespace, n, start); err != nil {
+		return result{}, err
 	}
 	elapsed := time.Since(start)
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status resync) count too
@@ -80,5 +120,60 @@ func mapiScale(n int) (result, error) {
 		return result{}, err
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS()}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n)}, nil
+}
+
+// waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;
+// a Failed Machine ends the wait.
+func waitMachinesUp(ctx context.Context, c client.Client, ns string, n int, start time.Time) error {
+	lastReport := time.Now()
+	for {
+		var list machinev1beta1.MachineList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		done := 0
+		for _, m := range list.Items {
+			switch {
+			case ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil:
+				done++
+			case ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseFailed:
+				return fmt.Errorf("machine %s Failed: %s", m.Name, ptr.Deref(m.Status.ErrorMessage, ""))
+			}
+		}
+		if done >= n {
+			return nil
+		}
+		if time.Since(lastReport) > 10*time.Second {
+			fmt.Fprintf(os.Stderr, "bench: %d/%d Machines Running after %s\n", done, n, time.Since(start).Round(time.Second))
+			lastReport = time.Now()
+		}
+		if time.Since(start) > 15*time.Minute {
+			return fmt.Errorf("only %d of %d Machines Running after 15 minutes", done, n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// callsPerMachine describes the calls between before and after per Machine: the total and
+// the busiest operations.
+func callsPerMachine(label string, before, after map[string]int64, n int) string {
+	type op struct {
+		name  string
+		calls int64
+	}
+	var ops []op
+	var total int64
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if d := after[name] - before[name]; d > 0 {
+			ops = append(ops, op{name, d})
+			total += d
+		}
+	}
+	slices.SortStableFunc(ops, func(a, b op) int { return cmp.Compare(b.calls, a.calls) })
+	var parts []string
+	for _, o := range ops[:min(len(ops), 5)] {
+		parts = append(parts, fmt.Sprintf("%s %.2f", o.name, float64(o.calls)/float64(n)))
+	}
+	return fmt.Sprintf("%s %.2f (%s)", label, float64(total)/float64(n), strings.Join(parts, ", "))
 }

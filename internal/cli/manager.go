@@ -25,6 +25,7 @@ type managerFlags struct {
 	leaderNamespace        string
 	leaderID               string
 	cloudURL               string
+	aws                    awsFlags
 	autoscalerFieldManager string
 	webhook                manager.WebhookEnv
 	qps                    float32
@@ -72,7 +73,8 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 				HealthProbeAddr: f.probeAddr,
 				LeaderElection:  f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
 				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook,
-					AdditionalSyncMachineLabels: syncLabels},
+					AdditionalSyncMachineLabels: syncLabels,
+					AWSEndpoint:                 f.aws.endpoint, AWSELBEndpoint: f.aws.elbEndpoint, AWSELBv2Endpoint: f.aws.elbv2Endpoint},
 			})
 			if err != nil {
 				return err
@@ -99,6 +101,7 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	fl.StringVar(&f.leaderID, "leader-election-id", "machina-manager", "name of the leader-election Lease")
 	fl.StringVar(&f.cloudURL, "cloud-url", "", "endpoint of the simulated cloud, for the simulated provider's controllers")
+	f.aws.register(cmd)
 	fl.StringVar(&f.autoscalerFieldManager, "autoscaler-field-manager", manager.DefaultAutoscalerFieldManager,
 		"field manager of the cluster autoscaler: its replicas changes on a Cluster API MachineSet mirror are carried over to the authoritative Machine API MachineSet")
 	fl.StringVar(&f.webhook.ListenAddr, "webhook-bind-address", "", `HTTPS address of the admission webhook (group "admission"); default 127.0.0.1 on a free port, for an apiserver on this host`)
@@ -110,6 +113,24 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 		"regular expressions of further Machine label keys the Cluster API machine controller propagates to Nodes; mirrors, and must match, that controller's flag of the same name. "+
 			"The sync carries Machine API node labels (spec.metadata.labels) matching one of them; others, outside node-role.kubernetes.io/*, node-restriction.kubernetes.io/* and node.cluster.x-k8s.io/*, fail conversion")
 	return cmd
+}
+
+// awsFlags are the EC2 endpoints of the AWS provider's controllers (group "aws"). Their
+// credentials are a Machine's credentialsSecret, else the AWS SDK's default chain
+// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the shared config and credentials files, web
+// identity, instance metadata).
+type awsFlags struct {
+	endpoint, elbEndpoint, elbv2Endpoint string
+}
+
+func (a *awsFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&a.endpoint, "aws-endpoint", "",
+		`EC2 endpoint URL of the AWS provider's controllers (group "aws"), e.g. the simulated cloud's EC2 front; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, the shared config file, the region's public endpoint)`)
+	fl.StringVar(&a.elbEndpoint, "aws-elb-endpoint", "",
+		"classic Elastic Load Balancing endpoint URL the AWS actuator registers control-plane Machines with; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING, ...)")
+	fl.StringVar(&a.elbv2Endpoint, "aws-elbv2-endpoint", "",
+		"Elastic Load Balancing v2 (network load balancers) endpoint URL; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2, ...)")
 }
 
 // restConfig loads a client configuration from an explicit kubeconfig path or the defaults.

@@ -13,16 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/flock"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 type upFlags struct {
@@ -33,6 +30,10 @@ type upFlags struct {
 	pendingDelay time.Duration
 	noDemo       bool
 	clusterName  string
+	platform     string
+	ec2Listen    string
+	// changed reports whether a flag was given on the command line.
+	changed func(name string) bool
 }
 
 func defaultStateDir() string {
@@ -43,8 +44,10 @@ func defaultStateDir() string {
 	return filepath.Join(d, "machina", "up")
 }
 
-func newUpCommand() *cobra.Command {
-	f := &upFlags{}
+func newUpCommand() *cobra.Command { return newUpCommandWith(&upFlags{}) }
+
+// newUpCommandWith is the up command storing its flags in f.
+func newUpCommandWith(f *upFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a complete machina lab on this machine",
@@ -54,9 +57,14 @@ func newUpCommand() *cobra.Command {
     PodDisruptionBudgets, node lifecycle, namespaces),
   - every CRD machina serves: Machine API, Cluster API, config.openshift.io and the
     simulated provider's kinds,
-  - the simulated cloud, whose instances register as Nodes in the lab,
+  - the simulated cloud, whose instances register as Nodes in the lab, with its EC2 front
+    (the EC2 Query API with SigV4, for aws-sdk-go-v2 and the aws CLI),
   - machina's controllers (all groups unless --controllers says otherwise); their logs go
-    to logs/manager.log in the state directory.
+    to logs/manager.log in the state directory,
+  - a demo cluster for --platform: "sim" (the default) seeds a cluster on the simulated
+    provider; "aws" seeds an OpenShift-style cluster on the EC2 front (Infrastructure with
+    platform AWS, worker user data, credentials Secret, two AWS MachineSets in two zones)
+    whose Machines the Machine API AWS actuator launches through the EC2 API.
 
 The first run builds the control-plane binaries from source (about 5-6 minutes on 2 cores);
 they are cached by version and later starts take a few seconds.
@@ -65,6 +73,7 @@ Everything the lab stores lives in --state-dir, so stopping and starting again k
 objects; --fresh starts from an empty lab. A file named kubeconfig in the state directory
 lets kubectl (or any client) reach the lab.`,
 		Example: `  machina up
+  machina up --platform aws --state-dir ~/.cache/machina/up-aws
   # in another terminal:
   export KUBECONFIG=~/.cache/machina/up/kubeconfig
   kubectl get machines.machine.openshift.io -A`,
@@ -75,17 +84,23 @@ lets kubectl (or any client) reach the lab.`,
 	}
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", defaultStateDir(), "directory for the lab's data, logs and kubeconfig")
 	cmd.Flags().BoolVar(&f.fresh, "fresh", false, "delete the lab's previous data before starting")
-	cmd.Flags().StringVar(&f.controllers, "controllers", "*", "controller groups to run (see machina manager --help); empty runs none")
+	cmd.Flags().StringVar(&f.controllers, "controllers", "*", `controller groups to run (see machina manager --help); empty runs none; with --platform aws the default leaves out "sim"`)
 	cmd.Flags().StringVar(&f.cloudListen, "cloud-listen", "127.0.0.1:0", "loopback address of the simulated cloud's API")
 	cmd.Flags().DurationVar(&f.pendingDelay, "pending-delay", 2*time.Second, "how long a new cloud instance stays pending before it runs")
 	cmd.Flags().BoolVar(&f.noDemo, "no-demo", false, "start an empty lab: no cluster objects, MachineSets or MachineHealthCheck")
-	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "lab", "name of the demo cluster (Infrastructure, Cluster, SimCluster)")
+	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "lab", "name of the demo cluster (Infrastructure, Cluster, SimCluster); --platform sim only")
+	cmd.Flags().StringVar(&f.platform, "platform", "sim", "infrastructure platform of the demo cluster: "+strings.Join(upPlatformNames(), " or "))
+	cmd.Flags().StringVar(&f.ec2Listen, "ec2-listen", "127.0.0.1:0", "loopback address of the simulated cloud's EC2 front")
+	f.changed = cmd.Flags().Changed
 	return cmd
 }
 
 func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	if _, err := f.platformOf(); err != nil {
+		return err
+	}
 	dir, err := filepath.Abs(f.stateDir)
 	if err != nil {
 		return err
@@ -116,12 +131,8 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	defer logFile.Close()
 	setupLoggingTo(logFile, verbosity)
 
-	groups, err := selectGroups(f.controllers)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(progress, "machina up: starting the lab in %s\n", dir)
-	l, err := lab.Start(ctx, lab.Options{Dir: dir, ControllerManager: true, Progress: progress})
+	u, err := startUpLab(ctx, dir, f, progress)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(progress, "machina up: interrupted while starting; everything started so far is stopped")
@@ -131,36 +142,9 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	}
 	defer func() {
 		fmt.Fprintln(progress, "machina up: shutting down")
-		l.Stop()
+		u.stop()
 		fmt.Fprintln(progress, "machina up: stopped")
 	}()
-
-	cloud, err := startLabCloud(ctx, dir, f, l)
-	if err != nil {
-		return err
-	}
-	defer cloud.Close()
-	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", cloud.URL())
-	fmt.Fprintf(progress, "machina up: EC2 endpoint at %s; for AWS clients:\n%s\n", cloud.EC2().URL(), cloud.EC2().ExportLine())
-
-	mgrErr, metricsAddr, err := startLabManager(ctx, dir, l, groups, cloud.URL())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "machina up: %d controller group(s) running: %s\n", len(groups), groupNames(groups))
-	next := "kubectl get machines.machine.openshift.io -A"
-	if !f.noDemo {
-		if err := seedDemo(ctx, l, f.clusterName); err != nil {
-			return fmt.Errorf("seeding the demo: %w", err)
-		}
-		fmt.Fprintf(progress, "machina up: demo seeded: cluster %q, MachineSets %s in %s, MachineHealthCheck lab-workers\n",
-			f.clusterName, strings.Join(demo.MachineSetNames, ", "), manager.DefaultMachineAPINamespace)
-		next = `kubectl get machinesets.machine.openshift.io,machines.machine.openshift.io -n openshift-machine-api
-  machina plan
-  machina migrate machineset/` + demo.MachineSetNames[0] + ` --to ClusterAPI --wait
-  machina describe
-  kubectl get machinesets.cluster.x-k8s.io,machines.cluster.x-k8s.io -n openshift-cluster-api`
-	}
 
 	fmt.Fprintf(out, `
 machina lab is up. In another terminal:
@@ -168,28 +152,123 @@ machina lab is up. In another terminal:
   export KUBECONFIG=%s
   %s
 
-Simulated cloud: %s   Metrics: http://%s/metrics   Press Ctrl-C to stop.
+Simulated cloud: %s   EC2 endpoint: %s   Metrics: http://%s/metrics   Press Ctrl-C to stop.
 Data is kept in %s (logs in %s).
-`, l.KubeconfigPath, next, cloud.URL(), metricsAddr, dir, filepath.Join(dir, "logs"))
+`, u.lab.KubeconfigPath, u.next, u.cloud.URL(), u.cloud.EC2().URL(), u.metricsAddr, dir, filepath.Join(dir, "logs"))
+	return u.wait(ctx)
+}
 
+// upLab is what `machina up` runs: the control plane, the simulated cloud with its EC2
+// front, the controllers in this process and the seeded cluster.
+type upLab struct {
+	lab         *lab.Lab
+	cloud       *server.Server
+	metricsAddr string
+	// next is what to try first, shown to the user.
+	next string
+	// cancel stops the manager and the progress report. mgrDone is closed when the manager
+	// has returned mgrErr; reported when the progress report has returned (nil if none runs).
+	cancel   context.CancelFunc
+	mgrDone  chan struct{}
+	mgrErr   error
+	reported chan struct{}
+}
+
+// startUpLab starts everything `machina up` runs in dir and seeds the platform's cluster
+// (unless --no-demo). On error, everything started so far is stopped.
+func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer) (u *upLab, err error) {
+	plat, err := f.platformOf()
+	if err != nil {
+		return nil, err
+	}
+	groups, err := selectGroups(f.controllersFor(plat))
+	if err != nil {
+		return nil, err
+	}
+	progress = &lockedWriter{w: progress}
+	l, err := lab.Start(ctx, lab.Options{Dir: dir, ControllerManager: true, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	u = &upLab{lab: l, cancel: cancel}
+	defer func() {
+		if err != nil {
+			u.stop()
+		}
+	}()
+	if u.cloud, err = startLabCloud(ctx, dir, f, l); err != nil {
+		return u, err
+	}
+	front := u.cloud.EC2()
+	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", u.cloud.URL())
+	fmt.Fprintf(progress, "machina up: EC2 endpoint at %s; for AWS clients:\n%s\n", front.URL(), front.ExportLine())
+
+	env := manager.Env{CloudURL: u.cloud.URL(), AWSEndpoint: front.URL(),
+		AWSELBEndpoint: front.URL() + ec2.PathELB, AWSELBv2Endpoint: front.URL() + ec2.PathELBv2}
+	errc, metricsAddr, err := startLabManager(ctx, l, groups, env)
+	if err != nil {
+		return u, err
+	}
+	u.metricsAddr, u.mgrDone = metricsAddr, make(chan struct{})
+	go func() {
+		u.mgrErr = <-errc
+		close(u.mgrDone)
+	}()
+	fmt.Fprintf(progress, "machina up: %d controller group(s) running: %s\n", len(groups), groupNames(groups))
+	u.next = "kubectl get machines.machine.openshift.io -A"
+	if f.noDemo {
+		return u, nil
+	}
+	s, c, err := seedPlatform(ctx, l, f, plat, front.ExportLine())
+	if err != nil {
+		return u, fmt.Errorf("seeding the %s cluster: %w", plat.name, err)
+	}
+	fmt.Fprintf(progress, "machina up: %s\n", s.summary)
+	u.next = s.next
+	mapiNS, _ := env.Namespaces()
+	u.reported = make(chan struct{})
+	go func() {
+		defer close(u.reported)
+		reportMachines(ctx, c, mapiNS, progress)
+	}()
+	return u, nil
+}
+
+// wait runs until ctx ends (nil) or the controllers or the control plane fail.
+func (u *upLab) wait(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			<-mgrErr //nolint:errcheck // the manager logs its own shutdown error; stopping is not a failure
 			return nil
-		case err := <-mgrErr:
+		case <-u.mgrDone:
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("the controllers stopped: %w", err)
+			return fmt.Errorf("the controllers stopped: %w", u.mgrErr)
 		case <-tick.C:
-			if err := l.Failed(); err != nil {
+			if err := u.lab.Failed(); err != nil {
 				return fmt.Errorf("the lab failed: %w", err)
 			}
 		}
 	}
+}
+
+// stop ends the controllers, the cloud and the control plane, in that order.
+func (u *upLab) stop() {
+	u.cancel()
+	// The manager logs its own shutdown error; stopping is not a failure.
+	for _, done := range []chan struct{}{u.mgrDone, u.reported} {
+		if done != nil {
+			<-done
+		}
+	}
+	if u.cloud != nil {
+		u.cloud.Close()
+	}
+	u.lab.Stop()
 }
 
 // startLabCloud runs the simulated cloud embedded, its kubelet registering Nodes in the lab
@@ -201,7 +280,7 @@ func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*se
 		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod,
 			PodStopTime: 2 * time.Second},
 		Logger: ctrl.Log.WithName("cloud"),
-		EC2:    &ec2.Options{},
+		EC2:    &ec2.Options{Addr: f.ec2Listen},
 	})
 	if err != nil {
 		return nil, err
@@ -214,7 +293,7 @@ func startLabCloud(ctx context.Context, dir string, f *upFlags, l *lab.Lab) (*se
 
 // startLabManager runs the controllers in this process; the returned channel yields
 // the manager's result when it stops, and the address of its metrics endpoint.
-func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manager.Group, cloudURL string) (<-chan error, string, error) {
+func startLabManager(ctx context.Context, l *lab.Lab, groups []manager.Group, env manager.Env) (<-chan error, string, error) {
 	cfg, err := l.ManagerConfig()
 	if err != nil {
 		return nil, "", err
@@ -226,32 +305,13 @@ func startLabManager(ctx context.Context, dir string, l *lab.Lab, groups []manag
 	}
 	// The lab's metrics stay on loopback, over plain HTTP, for anyone on this machine.
 	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: metricsAddr, MetricsInsecure: true, HealthProbeAddr: "0",
-		Groups: groups, Env: manager.Env{CloudURL: cloudURL}})
+		Groups: groups, Env: env})
 	if err != nil {
 		return nil, "", fmt.Errorf("controllers: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return done, metricsAddr, nil
-}
-
-// seedDemo creates the demo cluster and its Machine API workload (idempotent: a persistent
-// lab keeps what it had).
-func seedDemo(ctx context.Context, l *lab.Lab, name string) error {
-	c, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		return err
-	}
-	kc, err := os.ReadFile(l.KubeconfigPath)
-	if err != nil {
-		return err
-	}
-	mapiNS, capiNS := manager.Env{}.Namespaces()
-	cl := demo.Cluster{Name: name, Region: "sim-east-1", MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
-	if err := demo.EnsureCluster(ctx, c, cl); err != nil {
-		return err
-	}
-	return demo.EnsureWorkload(ctx, c, cl)
 }
 
 func groupNames(gs []manager.Group) string {

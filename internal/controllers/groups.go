@@ -7,6 +7,7 @@ package controllers
 import (
 	"github.com/machina-dev/machina/internal/authorityhook"
 	"github.com/machina-dev/machina/internal/controllers/autoscaling"
+	"github.com/machina-dev/machina/internal/controllers/aws"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/migration"
@@ -22,6 +23,7 @@ func Groups() []manager.Group {
 		machineapi.Group(),
 		clusterapi.Group(),
 		sim.Group(),
+		aws.Group(),
 		autoscaling.Group(),
 		sync.Group(),
 		migration.Group(),

@@ -25,7 +25,7 @@ func TestGroups(t *testing.T) {
 			t.Errorf("group %q: DecidesAuthority %v, Always %v", g.Name, g.DecidesAuthority, g.Always)
 		}
 	}
-	for _, name := range []string{"machineapi", "clusterapi", "sim", "autoscaling", "sync", "migration", "admission", "opsmetrics"} {
+	for _, name := range []string{"machineapi", "clusterapi", "sim", "aws", "autoscaling", "sync", "migration", "admission", "opsmetrics"} {
 		if !seen[name] {
 			t.Errorf("group %q is missing", name)
 		}

@@ -172,9 +172,23 @@ func (cl AWSCluster) MachineSet(name, zone string, replicas int32) *machinev1bet
 
 // EnsureAWSCluster creates whatever of the cluster's objects is missing (workload included,
 // replicas per MachineSet); existing ones are left as they are, so it is safe on every start
-// of a persistent lab. The Infrastructure and AWSCluster statuses are written once, as the
-// installer and OpenShift's Cluster API operator write them.
+// of a persistent lab.
 func EnsureAWSCluster(ctx context.Context, c client.Client, cl AWSCluster, replicas int32) error {
+	if err := EnsureAWSClusterObjects(ctx, c, cl); err != nil {
+		return err
+	}
+	for _, o := range cl.WorkloadObjects(replicas) {
+		if err := create(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnsureAWSClusterObjects is EnsureAWSCluster without the workload: the Infrastructure and
+// ClusterObjects. The Infrastructure and AWSCluster statuses are written once, as the
+// installer and OpenShift's Cluster API operator write them.
+func EnsureAWSClusterObjects(ctx context.Context, c client.Client, cl AWSCluster) error {
 	want := cl.Infrastructure()
 	infra := want.DeepCopy()
 	infra.Status = configv1.InfrastructureStatus{}
@@ -203,11 +217,6 @@ func EnsureAWSCluster(ctx context.Context, c client.Client, cl AWSCluster, repli
 		ac.Status.Ready = true
 		if err := c.Status().Update(ctx, ac); err != nil {
 			return fmt.Errorf("writing the AWSCluster status: %w", err)
-		}
-	}
-	for _, o := range cl.WorkloadObjects(replicas) {
-		if err := create(ctx, c, o); err != nil {
-			return err
 		}
 	}
 	return nil

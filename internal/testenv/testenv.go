@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers"
@@ -39,6 +41,10 @@ type Env struct {
 	Client client.Client // lab administrator
 	Cloud  *cloudclient.Client
 	Server *server.Server
+	// EC2URL is the simulated cloud's EC2 front (Options.EC2; "" without it). Sign calls
+	// with ec2.LabAccessKeyID and ec2.LabSecretAccessKey in region Server.EC2().Region();
+	// classic and v2 ELB answer under EC2URL+ec2.PathELB and EC2URL+ec2.PathELBv2.
+	EC2URL string
 
 	groups []manager.Group
 	resync time.Duration
@@ -60,6 +66,10 @@ type Options struct {
 	Resync time.Duration
 	// CatalogueFile extends the simulated cloud's catalogue (server.Options.CatalogueFile).
 	CatalogueFile string
+	// EC2 also serves the cloud's EC2 front and points the manager's AWS provider (group
+	// "aws") at it with the lab key pair (manager.Env AWSEndpoint, AWSELBEndpoint,
+	// AWSELBv2Endpoint, AWSCredentials); the process environment is left alone.
+	EC2 bool
 }
 
 // Start brings up the environment and registers its teardown.
@@ -71,13 +81,17 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{
+	so := server.Options{
 		StateDir: t.TempDir(), NoSync: true, Delays: o.Delays, KubeConfig: l.Config, Seed: 1,
 		CatalogueFile: o.CatalogueFile,
 		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod,
 			PodStopTime: time.Second},
 		Logger: logr.Discard(),
-	})
+	}
+	if o.EC2 {
+		so.EC2 = &ec2.Options{Logger: logr.Discard()}
+	}
+	srv, err := server.New(so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +111,9 @@ func Start(t testing.TB, o Options) *Env {
 		o.Resync = 2 * time.Second
 	}
 	e := &Env{T: t, Lab: l, Client: c, Cloud: cloud, Server: srv, groups: groups, resync: o.Resync, mgr: &running{}}
+	if srv.EC2() != nil {
+		e.EC2URL = srv.EC2().URL()
+	}
 	e.StartManager()
 	t.Cleanup(e.StopManager)
 	return e
@@ -116,8 +133,12 @@ func (e *Env) StartManager() {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthProbeAddr: "0",
-		Groups: e.groups, Env: manager.Env{CloudURL: e.Server.URL(), Resync: e.resync}})
+	env := manager.Env{CloudURL: e.Server.URL(), Resync: e.resync}
+	if e.EC2URL != "" {
+		env.AWSEndpoint, env.AWSELBEndpoint, env.AWSELBv2Endpoint = e.EC2URL, e.EC2URL+ec2.PathELB, e.EC2URL+ec2.PathELBv2
+		env.AWSCredentials = credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthProbeAddr: "0", Groups: e.groups, Env: env})
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -121,6 +121,9 @@ type EC2NetworkInterface struct {
 	Description      string            `json:"description,omitempty"`
 	SourceDestCheck  bool              `json:"sourceDestCheck"`
 	Tags             map[string]string `json:"tags,omitempty"`
+	// PublicIP is set when the interface was launched with AssociatePublicIpAddress; the
+	// EC2 front derives its public address from the interface ID.
+	PublicIP bool `json:"publicIP,omitempty"`
 }
 
 // EC2BlockDevice is an EBS volume attached to an instance.

@@ -62,6 +62,7 @@ type Front struct {
 	log   logr.Logger
 	net   *network
 	creds map[string]Credential
+	calls callCounter
 
 	listener net.Listener
 	http     *http.Server
@@ -218,6 +219,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqID := newRequestID()
 	svc := f.serviceFor(r.URL.Path)
 	if svc == nil {
+		f.calls.add(RejectedCall)
 		f.writeError(w, ec2Service, reqID, errorf(http.StatusNotFound, "InvalidAction", "no service at path %s (EC2 /, STS %s, ELB %s, ELBv2 %s)", r.URL.Path, PathSTS, PathELB, PathELBv2))
 		return
 	}
@@ -227,9 +229,11 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := f.readCall(w, r, svc, reqID)
 	if err != nil {
+		f.calls.add(RejectedCall)
 		f.writeError(w, svc, reqID, err)
 		return
 	}
+	f.calls.add(c.action)
 	resp, err := f.dispatch(c)
 	if err != nil {
 		e := ec2Error(err, nil)

@@ -1,6 +1,7 @@
 package ec2
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -77,6 +78,10 @@ func (f *Front) xInstanceOf(i api.Instance) xInstance {
 		x.NetworkInterfaces = append(x.NetworkInterfaces, xe)
 		if k == 0 {
 			x.Groups, x.SourceDestCheck = xe.Groups, n.SourceDestCheck
+			if n.PublicIP && i.State != api.StateTerminated {
+				x.PublicIPAddress = publicIPOf(n.ID)
+				x.DNSName = "ec2-" + strings.ReplaceAll(x.PublicIPAddress, ".", "-") + ".compute-1.amazonaws.com"
+			}
 		}
 	}
 	return x
@@ -101,6 +106,12 @@ func (f *Front) xInstanceENIOf(i api.Instance, n api.EC2NetworkInterface, launch
 		Attachment: xAttachment{AttachmentID: "eni-attach-" + strings.TrimPrefix(n.ID, "eni-"), DeviceIndex: n.DeviceIndex,
 			NetworkCardIndex: n.NetworkCardIndex, Status: attachStatus(i.State), AttachTime: launch, DeleteOnTermination: true},
 		PrivateIPs: []xPrivateIP{{PrivateIPAddress: n.PrivateIP, PrivateDNSName: dns, Primary: true}}}
+}
+
+// publicIPOf derives a stable public address (in 54.0.0.0/8) from an interface ID.
+func publicIPOf(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return fmt.Sprintf("54.%d.%d.%d", h[0], h[1], max(h[2], 1))
 }
 
 // macOf derives a stable locally administered MAC address from an interface ID.

@@ -259,7 +259,7 @@ func (f *Front) parseInterfaces(p *params, e *api.EC2Attributes, zone string, t 
 		}
 		ni.Description = m.str("Description")
 		m.str("DeleteOnTermination")
-		if _, err := m.boolean("AssociatePublicIpAddress", false); err != nil {
+		if ni.PublicIP, err = m.boolean("AssociatePublicIpAddress", false); err != nil {
 			return "", err
 		}
 		if ni.Groups, err = f.parseGroups(m, "SecurityGroupId", ""); err != nil {

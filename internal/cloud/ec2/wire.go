@@ -124,6 +124,7 @@ type xInstance struct {
 	SubnetID              string                   `xml:"subnetId,omitempty"`
 	VPCID                 string                   `xml:"vpcId,omitempty"`
 	PrivateIPAddress      string                   `xml:"privateIpAddress"`
+	PublicIPAddress       string                   `xml:"ipAddress,omitempty"`
 	SourceDestCheck       bool                     `xml:"sourceDestCheck"`
 	Groups                []xGroup                 `xml:"groupSet>item"`
 	StateReason           *xReason                 `xml:"stateReason,omitempty"`

@@ -1,8 +1,9 @@
 // Package awsactuator is the Machine API actuator for Amazon EC2: it turns a Machine with an
 // AWSMachineProviderConfig (machine.openshift.io/v1beta1) into an EC2 instance through
-// aws-sdk-go-v2. The Machine's UID is the launch's ClientToken and a tag on the instance,
+// aws-sdk-go-v2. The Machine's UID is the launch's ClientToken (and a tag on the instance),
 // so no retry, crash or restart ever launches a second instance: a Machine whose provider
-// ID was never stored finds its instance again by that tag.
+// ID was never stored finds its instance again by that token (DescribeInstances filter
+// client-token).
 //
 // The region is the providerSpec's placement.region, else the cluster's Infrastructure
 // (status.platformStatus.aws.region); credentials come from the providerSpec's
@@ -37,6 +38,9 @@ type Actuator struct {
 	once    sync.Once
 	factory *factory
 	backoff backoffs
+	// seen holds the instance Exists found for a Machine (by UID) for the Update or Delete
+	// that follows it in the same pass, saving a second DescribeInstances.
+	seen sync.Map
 }
 
 var _ machine.Actuator = &Actuator{}
@@ -95,7 +99,16 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 		setInstanceState(m, inst)
 		return false, nil
 	}
+	a.seen.Store(m.UID, inst)
 	return true, nil
+}
+
+// instance is the instance Exists just found for the Machine, else what find finds.
+func (a *Actuator) instance(ctx context.Context, m *machinev1beta1.Machine, c *clients) (*ec2types.Instance, error) {
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok {
+		return v.(*ec2types.Instance), nil
+	}
+	return a.find(ctx, m, c)
 }
 
 // Create launches the instance, or gets back the one an earlier attempt launched (same
@@ -120,7 +133,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	out, err := t.c.ec2.RunInstances(ctx, launchInput(m, t.ps, t.cluster, r, userData))
 	if err != nil {
-		return a.creationFailed(m, a.classify(m.UID, "launching the instance", true, err))
+		return a.creationFailed(m, a.classify(m.UID, "launching the instance", specPath, err))
 	}
 	if len(out.Instances) != 1 {
 		return machine.RequeueAfter(UnavailableRetry, "UnexpectedResponse", fmt.Errorf("RunInstances answered %d instances, want 1", len(out.Instances)))
@@ -138,7 +151,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	inst, err := a.find(ctx, m, t.c)
+	inst, err := a.instance(ctx, m, t.c)
 	if err != nil {
 		return err
 	}
@@ -160,7 +173,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	inst, err := a.find(ctx, m, t.c)
+	inst, err := a.instance(ctx, m, t.c)
 	if err != nil || inst == nil {
 		return err
 	}
@@ -168,11 +181,15 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		return err
 	}
 	if !gone(inst) {
-		_, err := t.c.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
+		out, err := t.c.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
 		if err != nil && APIErrorCode(err) != "InvalidInstanceID.NotFound" {
-			return a.classify(m.UID, "terminating the instance", false, err)
+			return a.classify(m.UID, "terminating the instance", nil, err)
+		}
+		if out != nil && len(out.TerminatingInstances) == 1 {
+			inst.State = out.TerminatingInstances[0].CurrentState
 		}
 	}
+	a.backoff.reset(m.UID)
 	setInstanceState(m, inst)
 	return nil
 }
@@ -187,7 +204,7 @@ func (a *Actuator) find(ctx context.Context, m *machinev1beta1.Machine, c *clien
 		}
 		in.InstanceIds = []string{id}
 	} else {
-		in.Filters = []ec2types.Filter{{Name: aws.String("tag:" + TagMachineUID), Values: []string{string(m.UID)}}}
+		in.Filters = []ec2types.Filter{{Name: aws.String("client-token"), Values: []string{string(m.UID)}}}
 	}
 	var found []ec2types.Instance
 	p := ec2.NewDescribeInstancesPaginator(c.ec2, in)
@@ -197,7 +214,7 @@ func (a *Actuator) find(ctx context.Context, m *machinev1beta1.Machine, c *clien
 			return nil, nil
 		}
 		if err != nil {
-			return nil, a.classify(m.UID, "looking up the instance", false, err)
+			return nil, a.classify(m.UID, "looking up the instance", nil, err)
 		}
 		for _, r := range out.Reservations {
 			found = append(found, r.Instances...)

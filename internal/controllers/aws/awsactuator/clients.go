@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -107,6 +108,9 @@ func (f *factory) get(ctx context.Context, region string, creds *aws.Credentials
 	cfg.Retryer = func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts, o.MaxBackoff = f.cfg.MaxAttempts, time.Second
+			// The controller backs off per Machine; the SDK's client-wide retry quota would
+			// turn one throttled Machine's retries into errors for every other Machine.
+			o.RateLimiter = ratelimit.None
 		})
 	}
 	c := &clients{region: region,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/smithy-go"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
 )
@@ -106,11 +107,12 @@ func (b *backoffs) reset(uid types.UID) {
 }
 
 // classify turns a failed AWS call into what the Machine controller does about it:
-// throttling and capacity are retried with a growing backoff, a launch refused for its
-// parameters (launch true) fails the Machine naming the providerSpec field, anything
-// else is retried after UnavailableRetry. The EC2 error code is in the reason and the
-// message.
-func (a *Actuator) classify(uid types.UID, what string, launch bool, err error) error {
+// throttling and capacity are retried with a growing backoff; a call made for the
+// providerSpec field at p (nil: for no field) and refused for its parameters fails the
+// Machine naming the field (for the whole providerSpec, the field the error names);
+// anything else is retried after UnavailableRetry. The EC2 error code is in the reason
+// and the message.
+func (a *Actuator) classify(uid types.UID, what string, p *field.Path, err error) error {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
 		return machine.RequeueAfter(UnavailableRetry, "AWSUnreachable", fmt.Errorf("%s: %w", what, err))
@@ -122,12 +124,12 @@ func (a *Actuator) classify(uid types.UID, what string, launch bool, err error) 
 		return machine.RequeueAfter(a.backoff.next(uid, ThrottleBackoff), reason(code), wrapped)
 	case slices.Contains(capacityCodes, code):
 		return machine.RequeueAfter(a.backoff.next(uid, CapacityBackoff), reason(code), wrapped)
-	case launch && isConfigCode(code):
-		p := specPath.String()
-		if f := fieldOf(code, ae.ErrorMessage()); f != "" {
-			p += "." + f
+	case p != nil && isConfigCode(code):
+		at := p.String()
+		if f := fieldOf(code, ae.ErrorMessage()); p == specPath && f != "" {
+			at += "." + f
 		}
-		return machine.InvalidConfiguration("%s: Invalid value: EC2 error %s: %s", p, code, ae.ErrorMessage())
+		return machine.InvalidConfiguration("%s: Invalid value: %s: EC2 error %s: %s", at, what, code, ae.ErrorMessage())
 	}
 	return machine.RequeueAfter(UnavailableRetry, reason(code), wrapped)
 }

@@ -30,7 +30,7 @@ func (a *Actuator) registerLoadBalancers(ctx context.Context, m *machinev1beta1.
 	}
 	for _, lb := range lbs {
 		if err := a.setRegistration(ctx, t.c, lb, id, true); err != nil {
-			err = a.classify(m.UID, fmt.Sprintf("registering with %s load balancer %s", lb.Type, lb.Name), false, err)
+			err = a.classify(m.UID, fmt.Sprintf("registering with %s load balancer %s", lb.Type, lb.Name), nil, err)
 			setProviderCondition(m, ConditionLoadBalancers, false, reasonOf(err), err.Error())
 			return err
 		}
@@ -48,7 +48,7 @@ func (a *Actuator) deregisterLoadBalancers(ctx context.Context, m *machinev1beta
 	for _, lb := range t.ps.LoadBalancers {
 		err := a.setRegistration(ctx, t.c, lb, aws.ToString(inst.InstanceId), false)
 		if err != nil && !isLBGone(err) {
-			return a.classify(m.UID, fmt.Sprintf("deregistering from %s load balancer %s", lb.Type, lb.Name), false, err)
+			return a.classify(m.UID, fmt.Sprintf("deregistering from %s load balancer %s", lb.Type, lb.Name), nil, err)
 		}
 	}
 	setProviderCondition(m, ConditionLoadBalancers, false, "Deregistered", "deregistered from "+lbNames(t.ps.LoadBalancers))

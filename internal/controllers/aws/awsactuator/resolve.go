@@ -76,7 +76,7 @@ func (a *Actuator) resolveAMI(ctx context.Context, m *machinev1beta1.Machine, c 
 	}
 	out, err := c.ec2.DescribeImages(ctx, in)
 	if err != nil {
-		return "", "", a.classify(m.UID, "looking up the AMI", true, err)
+		return "", "", a.classify(m.UID, "looking up the AMI", specPath.Child("ami"), err)
 	}
 	if len(out.Images) == 0 {
 		if ref.ID != nil {
@@ -114,7 +114,7 @@ func (a *Actuator) resolveSubnet(ctx context.Context, m *machinev1beta1.Machine,
 	}
 	out, err := c.ec2.DescribeSubnets(ctx, in)
 	if err != nil {
-		return "", "", a.classify(m.UID, "looking up the subnet", true, err)
+		return "", "", a.classify(m.UID, "looking up the subnet", specPath.Child("subnet"), err)
 	}
 	if len(out.Subnets) == 0 {
 		if id != "" {
@@ -137,7 +137,7 @@ func (a *Actuator) findGroups(ctx context.Context, m *machinev1beta1.Machine, c 
 	}
 	out, err := c.ec2.DescribeSecurityGroups(ctx, in)
 	if err != nil {
-		return nil, a.classify(m.UID, "looking up security groups", true, err)
+		return nil, a.classify(m.UID, "looking up security groups", specPath.Child("securityGroups"), err)
 	}
 	ids := make([]string, 0, len(out.SecurityGroups))
 	for _, g := range out.SecurityGroups {
