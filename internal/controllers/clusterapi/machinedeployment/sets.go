@@ -56,10 +56,6 @@ func (s *set) active() []*clusterv1.Machine {
 // deleting counts the Machines being deleted.
 func (s *set) deleting() int32 { return int32(len(s.machines) - len(s.active())) } //nolint:gosec // bounded by the list
 
-// occupied is how many Machines the MachineSet has or may make: its replicas, or more while
-// Machines it no longer wants are still being deleted.
-func (s *set) occupied() int32 { return max(s.replicas(), int32(len(s.machines))) } //nolint:gosec // bounded by the list
-
 // available counts the Machines not being deleted whose Available condition is True.
 func (s *set) available() int32 {
 	var n int32
