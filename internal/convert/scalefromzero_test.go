@@ -11,7 +11,7 @@ import (
 
 	simv1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
 	"github.com/machina-dev/machina/internal/convert"
 )
@@ -28,7 +28,7 @@ func TestScaleFromZeroControllerAnnotationsRoundTrip(t *testing.T) {
 			ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: fmt.Appendf(nil,
 				`{"apiVersion":"infrastructure.machina.dev/v1alpha1","kind":"SimMachineProviderSpec","region":"sim-east-1","zone":"sim-east-1a","instanceType":%q,"image":"sim-rhcos-9","userDataSecret":{"name":"worker-user-data"}}`,
 				it.Name)}
-			ms.Annotations = simmachineset.ApplyCapacity(map[string]string{
+			ms.Annotations = scalefromzero.ApplyCapacity(map[string]string{
 				convert.CapacityLabelsAnnotation:              "team=blue",
 				convert.MachineAPIAutoscalerMinSizeAnnotation: "0",
 				convert.MachineAPIAutoscalerMaxSizeAnnotation: "3",

@@ -25,7 +25,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/autoscaling"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
-	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachinetemplate"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -103,7 +103,7 @@ func getMachineSet(ctx context.Context, e *testenv.Env, name string) (*machinev1
 // capacityAnnotations are the annotations the controller owns, as they are now.
 func capacityAnnotations(ms *machinev1beta1.MachineSet) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{simmachineset.CPUAnnotation, simmachineset.MemoryAnnotation, simmachineset.GPUAnnotation, simmachineset.LabelsAnnotation} {
+	for _, k := range []string{scalefromzero.CPUAnnotation, scalefromzero.MemoryAnnotation, scalefromzero.GPUAnnotation, scalefromzero.LabelsAnnotation} {
 		if v, ok := ms.Annotations[k]; ok {
 			out[k] = v
 		}
@@ -117,7 +117,7 @@ func describe(m map[string]string) string {
 }
 
 func mapiCondition(ms *machinev1beta1.MachineSet) string {
-	c := mapicond.Get(ms.Status.Conditions, simmachineset.CapacityAnnotatedCondition)
+	c := mapicond.Get(ms.Status.Conditions, scalefromzero.CapacityAnnotatedCondition)
 	if c == nil {
 		return "<none>"
 	}
@@ -135,7 +135,7 @@ func waitAnnotations(t *testing.T, e *testenv.Env, name string, want map[string]
 			return false, err.Error(), nil
 		}
 		got := capacityAnnotations(ms)
-		c := mapicond.Get(ms.Status.Conditions, simmachineset.CapacityAnnotatedCondition)
+		c := mapicond.Get(ms.Status.Conditions, scalefromzero.CapacityAnnotatedCondition)
 		return describe(got) == describe(want) && c != nil && c.Status == cond,
 			describe(got) + " condition " + mapiCondition(ms), nil
 	})
@@ -171,15 +171,15 @@ func setInstanceType(t *testing.T, e *testenv.Env, name, instanceType string) {
 }
 
 func capacity(vcpu, mem, gpu, labels string) map[string]string {
-	return map[string]string{simmachineset.CPUAnnotation: vcpu, simmachineset.MemoryAnnotation: mem,
-		simmachineset.GPUAnnotation: gpu, simmachineset.LabelsAnnotation: labels}
+	return map[string]string{scalefromzero.CPUAnnotation: vcpu, scalefromzero.MemoryAnnotation: mem,
+		scalefromzero.GPUAnnotation: gpu, scalefromzero.LabelsAnnotation: labels}
 }
 
 func testMachineSetFollows(t *testing.T) {
 	e := env.For(t)
 	ms := newMachineSet("sfz-follow", providerSpec("s1.large"))
 	// The user's own label hint and an unrelated annotation must survive.
-	ms.Annotations = map[string]string{simmachineset.LabelsAnnotation: "team=blue", "example.com/keep": "yes"}
+	ms.Annotations = map[string]string{scalefromzero.LabelsAnnotation: "team=blue", "example.com/keep": "yes"}
 	if err := e.Client.Create(context.Background(), ms); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func testMachineSetFollows(t *testing.T) {
 
 	// A user removing an annotation gets it back.
 	updateMachineSet(t, e, ms.Name, false, func(ms *machinev1beta1.MachineSet) {
-		delete(ms.Annotations, simmachineset.CPUAnnotation)
+		delete(ms.Annotations, scalefromzero.CPUAnnotation)
 	})
 	waitAnnotations(t, e, ms.Name, capacity("4", "8192", "0", "team=blue,kubernetes.io/arch=arm64"), corev1.ConditionTrue)
 
@@ -213,7 +213,7 @@ func testMachineSetUnknown(t *testing.T) {
 	e := env.For(t)
 	ctx := context.Background()
 	ms := newMachineSet("sfz-unknown", providerSpec("s1.large"))
-	ms.Annotations = map[string]string{simmachineset.LabelsAnnotation: "team=red"}
+	ms.Annotations = map[string]string{scalefromzero.LabelsAnnotation: "team=red"}
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -222,9 +222,9 @@ func testMachineSetUnknown(t *testing.T) {
 	// An instance type the catalogue does not know: the stale values go, the user's label
 	// stays, and the condition names the field.
 	setInstanceType(t, e, ms.Name, "x9.nope")
-	got := waitAnnotations(t, e, ms.Name, map[string]string{simmachineset.LabelsAnnotation: "team=red"}, corev1.ConditionFalse)
-	c := mapicond.Get(got.Status.Conditions, simmachineset.CapacityAnnotatedCondition)
-	if c.Reason != simmachineset.InvalidInstanceTypeReason || !strings.Contains(c.Message, "spec.template.spec.providerSpec.value.instanceType") ||
+	got := waitAnnotations(t, e, ms.Name, map[string]string{scalefromzero.LabelsAnnotation: "team=red"}, corev1.ConditionFalse)
+	c := mapicond.Get(got.Status.Conditions, scalefromzero.CapacityAnnotatedCondition)
+	if c.Reason != scalefromzero.InvalidInstanceTypeReason || !strings.Contains(c.Message, "spec.template.spec.providerSpec.value.instanceType") ||
 		!strings.Contains(c.Message, "x9.nope") || c.Severity != machinev1beta1.ConditionSeverityWarning {
 		t.Errorf("condition %s (severity %q)", mapiCondition(got), c.Severity)
 	}
@@ -236,7 +236,7 @@ func testMachineSetUnknown(t *testing.T) {
 		var seen []string
 		for _, ev := range events.Items {
 			seen = append(seen, ev.Type+"/"+ev.Reason)
-			if ev.Type == corev1.EventTypeWarning && ev.Reason == simmachineset.InvalidInstanceTypeReason &&
+			if ev.Type == corev1.EventTypeWarning && ev.Reason == scalefromzero.InvalidInstanceTypeReason &&
 				strings.Contains(ev.Message, "spec.template.spec.providerSpec.value.instanceType") {
 				return true, "", nil
 			}
@@ -275,7 +275,7 @@ func testMachineSetClusterAPIAuthority(t *testing.T) {
 	})
 	time.Sleep(5 * time.Second) // a few resyncs
 	got, _ := getMachineSet(ctx, e, ms.Name)
-	if a := capacityAnnotations(got); len(a) != 0 || mapicond.Get(got.Status.Conditions, simmachineset.CapacityAnnotatedCondition) != nil {
+	if a := capacityAnnotations(got); len(a) != 0 || mapicond.Get(got.Status.Conditions, scalefromzero.CapacityAnnotatedCondition) != nil {
 		t.Fatalf("a ClusterAPI-authoritative MachineSet was touched: annotations %v condition %s", a, mapiCondition(got))
 	}
 
@@ -307,7 +307,7 @@ func testMachineSetOtherProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := capacityAnnotations(got); len(a) != 0 || mapicond.Get(got.Status.Conditions, simmachineset.CapacityAnnotatedCondition) != nil {
+	if a := capacityAnnotations(got); len(a) != 0 || mapicond.Get(got.Status.Conditions, scalefromzero.CapacityAnnotatedCondition) != nil {
 		t.Fatalf("another provider's MachineSet was annotated: %v condition %s", a, mapiCondition(got))
 	}
 }
@@ -330,7 +330,7 @@ func testMachineSetOutage(t *testing.T) {
 	}
 	setInstanceType(t, e, ms.Name, "g1.xlarge")
 	got := waitAnnotations(t, e, ms.Name, large, corev1.ConditionUnknown)
-	if c := mapicond.Get(got.Status.Conditions, simmachineset.CapacityAnnotatedCondition); c.Reason != simmachineset.CloudUnavailableReason {
+	if c := mapicond.Get(got.Status.Conditions, scalefromzero.CapacityAnnotatedCondition); c.Reason != scalefromzero.CloudUnavailableReason {
 		t.Errorf("condition %s", mapiCondition(got))
 	}
 	if _, err := e.Cloud.DeleteFaults(ctx, f.FaultID); err != nil {

@@ -10,7 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sim/simmachineset"
+	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -22,7 +22,7 @@ func testScaleFromZeroSurvivesMigration(t *testing.T) {
 	if err := e.Client.Create(ctx, machineSet("zero", 0)); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{simmachineset.CPUAnnotation: "1", simmachineset.MemoryAnnotation: "2048", simmachineset.GPUAnnotation: "0"}
+	want := map[string]string{scalefromzero.CPUAnnotation: "1", scalefromzero.MemoryAnnotation: "2048", scalefromzero.GPUAnnotation: "0"}
 	mapiHas := func(ctx context.Context) (bool, string, error) {
 		ms := &machinev1beta1.MachineSet{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "zero"}, ms); err != nil {

@@ -1,4 +1,9 @@
-package simmachineset
+// Package scalefromzero is what the platforms' Machine API MachineSet controllers share: the
+// scale-from-zero annotations the cluster autoscaler reads (what a Node of the MachineSet
+// would offer) and the controller that keeps them in line with the cloud's description of the
+// instance type. A platform brings only a Describer: how to recognise and decode its
+// providerSpec and how to ask its cloud about an instance type.
+package scalefromzero
 
 import (
 	"strconv"
@@ -7,20 +12,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/convert"
 )
 
 // The annotations the cluster autoscaler's Machine API provider reads on a MachineSet to
 // scale it from zero: what a Node created from the MachineSet would offer.
 const (
 	// CPUAnnotation is the number of vCPUs, an integer.
-	CPUAnnotation = "machine.openshift.io/vCPU"
+	CPUAnnotation = convert.MachineAPICPUAnnotation
 	// MemoryAnnotation is the memory in MiB, an integer.
-	MemoryAnnotation = "machine.openshift.io/memoryMb"
+	MemoryAnnotation = convert.MachineAPIMemoryAnnotation
 	// GPUAnnotation is the number of GPUs, an integer ("0" when there are none).
-	GPUAnnotation = "machine.openshift.io/GPU"
+	GPUAnnotation = convert.MachineAPIGPUAnnotation
 	// LabelsAnnotation lists Node labels as comma-separated key=value pairs. The controller
 	// owns only its kubernetes.io/arch entry; other entries are the user's and are kept.
-	LabelsAnnotation = "capacity.cluster-autoscaler.kubernetes.io/labels"
+	LabelsAnnotation = convert.CapacityLabelsAnnotation
 )
 
 // ArchLabel is the Node label the controller adds to LabelsAnnotation.

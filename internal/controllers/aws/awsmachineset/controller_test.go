@@ -23,6 +23,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/cloudtest"
 	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/controllers/aws/awsmachineset"
+	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/scheme"
 )
@@ -120,7 +121,7 @@ func (e *env) waitFor(t *testing.T, name string, check func(ms *machinev1beta1.M
 
 func condition(ms *machinev1beta1.MachineSet) *machinev1beta1.Condition {
 	for i := range ms.Status.Conditions {
-		if ms.Status.Conditions[i].Type == awsmachineset.CapacityAnnotatedCondition {
+		if ms.Status.Conditions[i].Type == scalefromzero.CapacityAnnotatedCondition {
 			return &ms.Status.Conditions[i]
 		}
 	}
@@ -144,7 +145,7 @@ func annotated(want map[string]string) func(*machinev1beta1.MachineSet) error {
 				return fmt.Errorf("annotations %v, want %s=%q", ms.Annotations, k, v)
 			}
 		}
-		return hasCondition(corev1.ConditionTrue, awsmachineset.InstanceTypeFoundReason, "")(ms)
+		return hasCondition(corev1.ConditionTrue, scalefromzero.InstanceTypeFoundReason, "")(ms)
 	}
 }
 
@@ -195,7 +196,7 @@ func TestScaleFromZeroAnnotations(t *testing.T) {
 		if err := e.client.Patch(ctx, ms, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
-		ms = e.waitFor(t, "general", hasCondition(corev1.ConditionFalse, awsmachineset.InvalidInstanceTypeReason,
+		ms = e.waitFor(t, "general", hasCondition(corev1.ConditionFalse, scalefromzero.InvalidInstanceTypeReason,
 			`spec.template.spec.providerSpec.value.instanceType: Invalid value: "m9.colossal": EC2 in us-east-1 does not offer this instance type`))
 		if _, ok := ms.Annotations[cpuKey]; ok || ms.Annotations[labelsKey] != "team=blue" {
 			t.Errorf("annotations %v: want the capacity removed and the user's labels entry kept", ms.Annotations)
@@ -208,7 +209,7 @@ func TestScaleFromZeroAnnotations(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.create(machineSet("compute", "c5.2xlarge", credentials))
-		e.waitFor(t, "compute", hasCondition(corev1.ConditionUnknown, awsmachineset.CloudUnavailableReason, "RequestLimitExceeded"))
+		e.waitFor(t, "compute", hasCondition(corev1.ConditionUnknown, scalefromzero.CloudUnavailableReason, "RequestLimitExceeded"))
 		if _, err := e.cloud.Client.DeleteFaults(ctx, f.FaultID); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +218,7 @@ func TestScaleFromZeroAnnotations(t *testing.T) {
 
 	t.Run("CredentialsSecretMissing", func(t *testing.T) {
 		e.create(machineSet("no-secret", "r5.xlarge", "missing"))
-		e.waitFor(t, "no-secret", hasCondition(corev1.ConditionUnknown, awsmachineset.CloudUnavailableReason,
+		e.waitFor(t, "no-secret", hasCondition(corev1.ConditionUnknown, scalefromzero.CloudUnavailableReason,
 			"spec.template.spec.providerSpec.value.credentialsSecret: Secret default/missing not found"))
 	})
 }

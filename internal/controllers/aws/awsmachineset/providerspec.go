@@ -1,30 +1,28 @@
 package awsmachineset
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
-	specPath         = "spec.template.spec.providerSpec.value"
-	instanceTypePath = specPath + ".instanceType"
-	regionPath       = specPath + ".placement.region"
-	credentialsPath  = specPath + ".credentialsSecret"
-	providerSpecKind = "AWSMachineProviderConfig"
+	instanceTypePath = scalefromzero.InstanceTypePath
+	regionPath       = scalefromzero.SpecPath + ".placement.region"
+	credentialsPath  = scalefromzero.SpecPath + ".credentialsSecret"
 	// legacyGroup is the providerSpec API group of older OpenShift releases.
 	legacyGroup = "awsproviderconfig.openshift.io"
 )
+
+// specType is the providerSpec this controller claims.
+var specType = scalefromzero.SpecType{Kind: "AWSMachineProviderConfig", Groups: []string{machinev1beta1.GroupName, legacyGroup}}
 
 // The keys of a credentials Secret, as OpenShift's cloud credential operator writes them
 // (the Machine API AWS actuator reads the same).
@@ -36,42 +34,12 @@ const (
 // infrastructureName is the name of the cluster's config.openshift.io Infrastructure.
 const infrastructureName = "cluster"
 
-// providerSpec decodes the AWSMachineProviderConfig of a MachineSet's template. isAWS is
-// false for a MachineSet without one or with another provider's (another kind, or an
-// apiVersion of another group); err is set when it claims to be AWS but does not decode.
-func providerSpec(ms *machinev1beta1.MachineSet) (ps *machinev1beta1.AWSMachineProviderConfig, isAWS bool, err error) {
-	v := ms.Spec.Template.Spec.ProviderSpec.Value
-	if v == nil {
-		return nil, false, nil
-	}
-	raw := v.Raw
-	if len(raw) == 0 {
-		if v.Object == nil {
-			return nil, false, nil
-		}
-		if raw, err = json.Marshal(v.Object); err != nil {
-			return nil, true, fmt.Errorf("%s: %v", specPath, err)
-		}
-	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
-		// Not even an object: the MachineSet controller reports it; nothing to annotate.
-		return nil, false, nil
-	}
-	if tm.Kind != providerSpecKind {
-		return nil, false, nil
-	}
-	if tm.APIVersion != "" {
-		gv, err := schema.ParseGroupVersion(tm.APIVersion)
-		if err != nil || (gv.Group != machinev1beta1.GroupName && gv.Group != legacyGroup) {
-			return nil, false, nil
-		}
-	}
-	ps = &machinev1beta1.AWSMachineProviderConfig{}
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(ps); err != nil {
-		return nil, true, fmt.Errorf("%s: not an %s: %v", specPath, providerSpecKind, err)
-	}
-	return ps, true, nil
+// providerSpec decodes the AWSMachineProviderConfig of a MachineSet's template
+// (scalefromzero.DecodeProviderSpec; the legacy awsproviderconfig.openshift.io group too).
+func providerSpec(ms *machinev1beta1.MachineSet) (*machinev1beta1.AWSMachineProviderConfig, bool, error) {
+	ps := &machinev1beta1.AWSMachineProviderConfig{}
+	claimed, err := scalefromzero.DecodeProviderSpec(ms, specType, ps)
+	return ps, claimed, err
 }
 
 // regionOf is the providerSpec's placement.region, else the cluster's AWS region from the
