@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/aws/awsclient"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
 )
 
@@ -36,7 +37,7 @@ type Actuator struct {
 	Config Config
 
 	once    sync.Once
-	factory *factory
+	clients *awsclient.Cache[*clients]
 	backoff backoffs
 	// seen holds the instance Exists found for a Machine (by UID) for the Update or Delete
 	// that follows it in the same pass, saving a second DescribeInstances.
@@ -55,7 +56,7 @@ type target struct {
 // prepare decodes the providerSpec and builds the clients of the Machine's region and
 // credentials.
 func (a *Actuator) prepare(ctx context.Context, m *machinev1beta1.Machine) (*target, error) {
-	a.once.Do(func() { a.factory = newFactory(a.Config) })
+	a.once.Do(func() { a.clients = newClientCache(a.Config) })
 	ps, err := ProviderSpec(m)
 	if err != nil {
 		return nil, err
@@ -68,9 +69,9 @@ func (a *Actuator) prepare(ctx context.Context, m *machinev1beta1.Machine) (*tar
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.factory.get(ctx, cl.region, creds)
+	c, err := a.clients.Get(ctx, cl.region, creds)
 	if err != nil {
-		return nil, err
+		return nil, machine.RequeueAfter(UnavailableRetry, "AWSConfigError", err)
 	}
 	return &target{ps: ps, cluster: cl, c: c}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
+	"github.com/machina-dev/machina/internal/controllers/aws/awsclient"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
 )
 
@@ -335,7 +336,7 @@ func testCapacity(t *testing.T, f *fixture) {
 func testBadCredentials(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad-credentials", Namespace: f.cluster.MachineAPINamespace},
-		Data: map[string][]byte{awsactuator.SecretAccessKeyID: []byte(f.cluster.AccessKeyID), awsactuator.SecretSecretAccessKey: []byte("wrong")}}
+		Data: map[string][]byte{awsclient.SecretAccessKeyID: []byte(f.cluster.AccessKeyID), awsclient.SecretSecretAccessKey: []byte("wrong")}}
 	if err := f.env.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func testBadCredentials(t *testing.T, f *fixture) {
 	f.waitMachine(t, m, 2*time.Minute, "AuthFailure reported", func(m *machinev1beta1.Machine) bool {
 		return slices.ContainsFunc(m.Status.Conditions, func(c machinev1beta1.Condition) bool { return c.Reason == "AuthFailure" })
 	})
-	s.Data[awsactuator.SecretSecretAccessKey] = []byte(f.cluster.SecretAccessKey)
+	s.Data[awsclient.SecretSecretAccessKey] = []byte(f.cluster.SecretAccessKey)
 	if err := f.env.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}

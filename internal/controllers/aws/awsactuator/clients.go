@@ -2,17 +2,9 @@ package awsactuator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -20,15 +12,11 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/aws/awsclient"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
-)
-
-// The keys of a credentials Secret, as OpenShift's cloud credential operator writes them.
-const (
-	SecretAccessKeyID     = "aws_access_key_id"     //nolint:gosec // a key name, not a credential
-	SecretSecretAccessKey = "aws_secret_access_key" //nolint:gosec // a key name, not a credential
 )
 
 // InfrastructureName is the name of the cluster's config.openshift.io Infrastructure.
@@ -38,18 +26,7 @@ const InfrastructureName = "cluster"
 const ClusterNameLabel = "machine.openshift.io/cluster-api-cluster"
 
 // Config is how the actuator reaches AWS.
-type Config struct {
-	// EC2Endpoint, ELBEndpoint and ELBv2Endpoint override the endpoint URLs of EC2 and of
-	// classic and v2 Elastic Load Balancing; empty leaves them to the SDK's standard
-	// resolution (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, the shared config, the region).
-	EC2Endpoint, ELBEndpoint, ELBv2Endpoint string
-	// Credentials sign calls for Machines whose providerSpec names no credentialsSecret; nil
-	// means the SDK's default chain (environment, shared files, web identity, IMDS).
-	Credentials aws.CredentialsProvider
-	// MaxAttempts bounds the SDK's own retries of one call; default 2, since the Machine
-	// controller retries by requeueing with a backoff.
-	MaxAttempts int
-}
+type Config = awsclient.Config
 
 // clients are the AWS clients of one region and credential.
 type clients struct {
@@ -59,86 +36,15 @@ type clients struct {
 	elbv2  *elbv2.Client
 }
 
-// factory builds clients per region and credential, loading the SDK's shared configuration
-// once.
-type factory struct {
-	cfg Config
-
-	mu     sync.Mutex
-	base   *aws.Config
-	byKey  map[string]*clients
-	loadFn func(ctx context.Context) (aws.Config, error)
-}
-
-func newFactory(cfg Config) *factory {
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 2
-	}
-	return &factory{cfg: cfg, byKey: map[string]*clients{},
-		loadFn: func(ctx context.Context) (aws.Config, error) { return awsconfig.LoadDefaultConfig(ctx) }}
-}
-
-// get returns the clients for region, signing with creds (the default when nil).
-func (f *factory) get(ctx context.Context, region string, creds *aws.Credentials) (*clients, error) {
-	key := region + "\x00default"
-	if creds != nil {
-		sum := sha256.Sum256([]byte(creds.AccessKeyID + "\x00" + creds.SecretAccessKey + "\x00" + creds.SessionToken))
-		key = region + "\x00" + hex.EncodeToString(sum[:])
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c, ok := f.byKey[key]; ok {
-		return c, nil
-	}
-	if f.base == nil {
-		base, err := f.loadFn(ctx)
-		if err != nil {
-			return nil, machine.RequeueAfter(UnavailableRetry, "AWSConfigError", fmt.Errorf("loading the AWS SDK configuration: %w", err))
+// newClientCache builds the actuator's clients per region and credential.
+func newClientCache(cfg Config) *awsclient.Cache[*clients] {
+	return awsclient.NewCache(cfg, func(c aws.Config) *clients {
+		return &clients{region: c.Region,
+			ec2:   ec2.NewFromConfig(c, func(o *ec2.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.EC2Endpoint) }),
+			elb:   elb.NewFromConfig(c, func(o *elb.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.ELBEndpoint) }),
+			elbv2: elbv2.NewFromConfig(c, func(o *elbv2.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.ELBv2Endpoint) }),
 		}
-		f.base = &base
-	}
-	cfg := f.base.Copy()
-	cfg.Region = region
-	switch {
-	case creds != nil:
-		cfg.Credentials = credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
-	case f.cfg.Credentials != nil:
-		cfg.Credentials = f.cfg.Credentials
-	}
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts, o.MaxBackoff = f.cfg.MaxAttempts, time.Second
-			// The controller backs off per Machine; the SDK's client-wide retry quota would
-			// turn one throttled Machine's retries into errors for every other Machine.
-			o.RateLimiter = ratelimit.None
-		})
-	}
-	c := &clients{region: region,
-		ec2: ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-			if e := endpoint(f.cfg.EC2Endpoint); e != nil {
-				o.BaseEndpoint = e
-			}
-		}),
-		elb: elb.NewFromConfig(cfg, func(o *elb.Options) {
-			if e := endpoint(f.cfg.ELBEndpoint); e != nil {
-				o.BaseEndpoint = e
-			}
-		}),
-		elbv2: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) {
-			if e := endpoint(f.cfg.ELBv2Endpoint); e != nil {
-				o.BaseEndpoint = e
-			}
-		}),
-	}
-	f.byKey[key] = c
-	return c, nil
-}
-
-func endpoint(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return aws.String(s)
+	})
 }
 
 // cluster is what the actuator needs to know about the cluster a Machine belongs to.
@@ -191,12 +97,12 @@ func (a *Actuator) credentialsOf(ctx context.Context, m *machinev1beta1.Machine,
 	if err != nil {
 		return nil, err
 	}
-	id, secret := string(data[SecretAccessKeyID]), string(data[SecretSecretAccessKey])
-	if id == "" || secret == "" {
+	creds, ok := awsclient.FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ref.Name}, Data: data})
+	if !ok {
 		return nil, machine.RequeueAfter(SecretRetry, "CredentialsSecretInvalid",
-			fmt.Errorf("%s: Secret %s/%s needs the keys %s and %s", p, m.Namespace, ref.Name, SecretAccessKeyID, SecretSecretAccessKey))
+			fmt.Errorf("%s: Secret %s/%s needs the keys %s and %s", p, m.Namespace, ref.Name, awsclient.SecretAccessKeyID, awsclient.SecretSecretAccessKey))
 	}
-	return &aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, Source: "Secret " + m.Namespace + "/" + ref.Name}, nil
+	return creds, nil
 }
 
 // userData reads the userData key of the Machine's userDataSecret (nil when it names none).

@@ -2,24 +2,19 @@ package awsmachineset
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/aws/awsclient"
 )
 
 // DefaultCacheTTL is how long an instance type's description is reused. EC2 does not change
@@ -37,13 +32,9 @@ const codeInvalidInstanceType = "InvalidInstanceType"
 // the answers per region. It is safe for concurrent use; the zero value is not: build it
 // with NewInstanceTypes.
 type InstanceTypes struct {
-	cfg   Config
-	cache *cache.LRUExpireCache
-
-	mu      sync.Mutex
-	base    *aws.Config
-	clients map[string]*ec2.Client
-	load    func(ctx context.Context) (aws.Config, error)
+	cfg     Config
+	cache   *cache.LRUExpireCache
+	clients *awsclient.Cache[*ec2.Client]
 }
 
 // Config is how InstanceTypes reaches EC2; it is configured like the Machine API AWS
@@ -71,8 +62,11 @@ func NewInstanceTypes(cfg Config) *InstanceTypes {
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = DefaultCacheTTL
 	}
-	return &InstanceTypes{cfg: cfg, cache: cache.NewLRUExpireCache(cacheSize), clients: map[string]*ec2.Client{},
-		load: func(ctx context.Context) (aws.Config, error) { return awsconfig.LoadDefaultConfig(ctx) }}
+	clients := awsclient.NewCache(awsclient.Config{EC2Endpoint: cfg.EC2Endpoint, Credentials: cfg.Credentials, MaxAttempts: cfg.MaxAttempts},
+		func(c aws.Config) *ec2.Client {
+			return ec2.NewFromConfig(c, func(o *ec2.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.EC2Endpoint) })
+		})
+	return &InstanceTypes{cfg: cfg, cache: cache.NewLRUExpireCache(cacheSize), clients: clients}
 }
 
 // Describe returns what instance type name offers in region, asking EC2 (signed with creds,
@@ -83,7 +77,7 @@ func (it *InstanceTypes) Describe(ctx context.Context, region, name string, cred
 	if v, ok := it.cache.Get(key); ok {
 		return v.(api.InstanceType), nil
 	}
-	c, err := it.client(ctx, region, creds)
+	c, err := it.clients.Get(ctx, region, creds)
 	if err != nil {
 		return api.InstanceType{}, err
 	}
@@ -136,46 +130,4 @@ func capacityOf(t types.InstanceTypeInfo) api.InstanceType {
 		out.Architecture = "arm64"
 	}
 	return out
-}
-
-// client returns the EC2 client of region signing with creds (the default when nil), loading
-// the SDK's shared configuration once.
-func (it *InstanceTypes) client(ctx context.Context, region string, creds *aws.Credentials) (*ec2.Client, error) {
-	key := region + "\x00default"
-	if creds != nil {
-		sum := sha256.Sum256([]byte(creds.AccessKeyID + "\x00" + creds.SecretAccessKey + "\x00" + creds.SessionToken))
-		key = region + "\x00" + hex.EncodeToString(sum[:])
-	}
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	if c, ok := it.clients[key]; ok {
-		return c, nil
-	}
-	if it.base == nil {
-		base, err := it.load(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS SDK configuration: %w", err)
-		}
-		it.base = &base
-	}
-	cfg := it.base.Copy()
-	cfg.Region = region
-	switch {
-	case creds != nil:
-		cfg.Credentials = credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
-	case it.cfg.Credentials != nil:
-		cfg.Credentials = it.cfg.Credentials
-	}
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts, o.MaxBackoff = it.cfg.MaxAttempts, time.Second
-		})
-	}
-	c := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-		if it.cfg.EC2Endpoint != "" {
-			o.BaseEndpoint = aws.String(it.cfg.EC2Endpoint)
-		}
-	})
-	it.clients[key] = c
-	return c, nil
 }

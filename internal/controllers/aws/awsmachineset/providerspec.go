@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/machina-dev/machina/internal/controllers/aws/awsclient"
 	"github.com/machina-dev/machina/internal/controllers/scalefromzero"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -23,13 +24,6 @@ const (
 
 // specType is the providerSpec this controller claims.
 var specType = scalefromzero.SpecType{Kind: "AWSMachineProviderConfig", Groups: []string{machinev1beta1.GroupName, legacyGroup}}
-
-// The keys of a credentials Secret, as OpenShift's cloud credential operator writes them
-// (the Machine API AWS actuator reads the same).
-const (
-	secretAccessKeyID     = "aws_access_key_id"     //nolint:gosec // a key name, not a credential
-	secretSecretAccessKey = "aws_secret_access_key" //nolint:gosec // a key name, not a credential
-)
 
 // infrastructureName is the name of the cluster's config.openshift.io Infrastructure.
 const infrastructureName = "cluster"
@@ -76,9 +70,9 @@ func credentialsOf(ctx context.Context, c client.Reader, ns string, ps *machinev
 		}
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, ref.Name, err)
 	}
-	id, secret := string(s.Data[secretAccessKeyID]), string(s.Data[secretSecretAccessKey])
-	if id == "" || secret == "" {
-		return nil, fmt.Errorf("%s: Secret %s/%s needs the keys %s and %s", credentialsPath, ns, ref.Name, secretAccessKeyID, secretSecretAccessKey)
+	creds, ok := awsclient.FromSecret(s)
+	if !ok {
+		return nil, fmt.Errorf("%s: Secret %s/%s needs the keys %s and %s", credentialsPath, ns, ref.Name, awsclient.SecretAccessKeyID, awsclient.SecretSecretAccessKey)
 	}
-	return &aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, Source: "Secret " + ns + "/" + ref.Name}, nil
+	return creds, nil
 }
