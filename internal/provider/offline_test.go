@@ -16,8 +16,14 @@ import (
 
 func TestEveryProviderConvertsOffline(t *testing.T) {
 	for _, p := range provider.Builtin().All() {
-		if p.AddToScheme == nil || p.NewPlatform == nil || p.RegionOf == nil || p.SpecRegion == nil || p.MatchesKindlessSpec == nil {
+		if p.AddToScheme == nil || p.NewPlatform == nil || p.MatchesKindlessSpec == nil || (!p.Regionless && (p.RegionOf == nil || p.SpecRegion == nil)) {
 			t.Errorf("provider %s lacks an offline conversion hook", p.Name)
+			continue
+		}
+		if p.Regionless {
+			if pl, err := p.NewPlatform(""); err != nil || pl.Name() != p.Name || pl.InfraMachineGVK() != p.InfraMachine || pl.InfraMachineTemplateGVK() != p.InfraMachineTemplate {
+				t.Errorf("provider %s: NewPlatform without a region gives %v, %v; want its platform", p.Name, pl, err)
+			}
 			continue
 		}
 		pl, err := p.NewPlatform("r-1")
@@ -66,6 +72,7 @@ func TestProviderSpecHooks(t *testing.T) {
 		awsRegion     string
 		simRegion     string
 		aws, simMatch bool // MatchesKindlessSpec
+		openstack     bool
 	}{
 		{spec: `{"placement":{"region":"us-east-2","availabilityZone":"us-east-2a"}}`, awsRegion: "us-east-2", aws: true},
 		{spec: `{"ami":{"id":"ami-1"}}`, aws: true},
@@ -73,6 +80,8 @@ func TestProviderSpecHooks(t *testing.T) {
 		{spec: `{"instanceType":"m5.large"}`},
 		{spec: `not json`},
 		{spec: `{"region":7}`},
+		{spec: `{"flavor":"m1.large","image":"rhcos"}`, openstack: true},
+		{spec: `{"cloudsSecret":{"name":"c"}}`, openstack: true},
 	} {
 		aws, sim := provider.AWS(), provider.Sim()
 		raw := []byte(tc.spec)
@@ -87,6 +96,9 @@ func TestProviderSpecHooks(t *testing.T) {
 		}
 		if got := sim.MatchesKindlessSpec(raw); got != tc.simMatch {
 			t.Errorf("sim.MatchesKindlessSpec(%s) = %v, want %v", tc.spec, got, tc.simMatch)
+		}
+		if got := provider.OpenStack().MatchesKindlessSpec(raw); got != tc.openstack {
+			t.Errorf("openstack.MatchesKindlessSpec(%s) = %v, want %v", tc.spec, got, tc.openstack)
 		}
 	}
 }

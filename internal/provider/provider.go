@@ -56,6 +56,10 @@ type Provider struct {
 	AddToScheme func(*runtime.Scheme) error
 	// NewPlatform returns the conversion platform of a cluster in region.
 	NewPlatform func(region string) (convert.Platform, error)
+	// Regionless is true for a platform whose conversion needs no cluster region (on
+	// OpenStack the clouds secret names it): offline conversion asks for none, passes "" to
+	// NewPlatform and leaves RegionOf, SpecRegion and ZoneRegion unused.
+	Regionless bool
 	// RegionOf reads the cluster's region from a cluster-wide object: the OpenShift
 	// Infrastructure or the provider's InfraCluster. It returns "" when obj does not say
 	// (another kind, another platform, or the field is unset).
@@ -133,9 +137,9 @@ func prefixed(prefix string, ss []string) []string {
 	return out
 }
 
-// Builtin returns the platforms built into machina: the simulated cloud and AWS.
+// Builtin returns the platforms built into machina: the simulated cloud, AWS and OpenStack.
 func Builtin() *Registry {
-	r, err := NewRegistry(Sim(), AWS())
+	r, err := NewRegistry(Sim(), AWS(), OpenStack())
 	if err != nil {
 		panic(err) // a programming error in this package, caught by its tests
 	}

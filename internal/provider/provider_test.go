@@ -29,6 +29,17 @@ func TestBuiltinLookups(t *testing.T) {
 		{"ref", func() (provider.Provider, error) {
 			return reg.ForRef(clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "AWSMachineTemplate"})
 		}, "aws"},
+		{"openstack providerSpec", func() (provider.Provider, error) { return reg.ForProviderSpecKind("OpenstackProviderSpec") }, "openstack"},
+		{"OpenStackMachineTemplate ref", func() (provider.Provider, error) {
+			return reg.ForRef(clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackMachineTemplate"})
+		}, "openstack"},
+		{"OpenStackCluster", func() (provider.Provider, error) {
+			return reg.ForInfraKind(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackCluster"})
+		}, "openstack"},
+		{"Infrastructure on OpenStack", func() (provider.Provider, error) {
+			return reg.ForInfrastructure(&configv1.Infrastructure{Status: configv1.InfrastructureStatus{
+				PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType}}})
+		}, "openstack"},
 		{"Infrastructure on AWS", func() (provider.Provider, error) {
 			return reg.ForInfrastructure(&configv1.Infrastructure{Status: configv1.InfrastructureStatus{
 				PlatformStatus: &configv1.PlatformStatus{Type: configv1.AWSPlatformType}}})

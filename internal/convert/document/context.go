@@ -45,13 +45,19 @@ func buildContext(work, infra, ctxDocs []Document, opts Options, reg *provider.R
 	if c.ClusterName == "" && len(work) > 0 {
 		return c, &InputError{Where: "input", Err: errors.New("cannot tell the cluster name: give --cluster-name, or --infrastructure with an Infrastructure object")}
 	}
-	p, where, err := detectPlatform(work, infra, reg)
+	named := infraPlatform(infraObj, reg)
+	p, where, err := detectPlatform(work, infra, reg, named)
 	if err != nil || p == nil {
 		return c, err
 	}
-	region, err := clusterRegion(*p, where, work, ctxDocs, infraObj, opts, reg, res)
-	if err != nil {
-		return c, err
+	if named != nil && named.Name != p.Name {
+		return c, &InputError{Where: where, Err: fmt.Errorf("the input is on %s, but the Infrastructure object says the cluster runs on %s", p.Name, named.Name)}
+	}
+	region := ""
+	if !p.Regionless {
+		if region, err = clusterRegion(*p, where, work, ctxDocs, infraObj, opts, reg, res); err != nil {
+			return c, err
+		}
 	}
 	if p.NewPlatform == nil {
 		return c, &InputError{Where: where, Err: fmt.Errorf("the %s platform has no offline conversion", p.Name)}
@@ -202,13 +208,27 @@ func providerSpecOf(o client.Object) *runtime.RawExtension {
 	return nil
 }
 
+// infraPlatform is the platform an Infrastructure object's platform status names, nil when
+// there is no Infrastructure or no registered platform has its type.
+func infraPlatform(infraObj *configv1.Infrastructure, reg *provider.Registry) *provider.Provider {
+	if infraObj == nil {
+		return nil
+	}
+	p, err := reg.ForInfrastructure(infraObj)
+	if err != nil {
+		return nil
+	}
+	return &p
+}
+
 // detectPlatform finds the one platform the input's machines are on (nil if none) and the
-// document it was first seen in.
-func detectPlatform(work, infra []Document, reg *provider.Registry) (*provider.Provider, string, error) {
+// document it was first seen in; named is the Infrastructure's platform, which decides for a
+// providerSpec without a kind.
+func detectPlatform(work, infra []Document, reg *provider.Registry, named *provider.Provider) (*provider.Provider, string, error) {
 	var found *provider.Provider
 	where := ""
 	for _, d := range slices.Concat(work, infra) {
-		p, err := platformOf(d.Object, reg)
+		p, err := platformOf(d.Object, reg, named)
 		if err != nil {
 			return nil, "", &InputError{Where: d.Where, Err: err}
 		}
@@ -226,7 +246,7 @@ func detectPlatform(work, infra []Document, reg *provider.Registry) (*provider.P
 // platformOf names the platform of one object of the input: from the providerSpec of a
 // Machine API object, the infrastructureRef of a Cluster API one, or an infrastructure
 // object's kind. It is nil when the object does not say.
-func platformOf(obj client.Object, reg *provider.Registry) (*provider.Provider, error) {
+func platformOf(obj client.Object, reg *provider.Registry, named *provider.Provider) (*provider.Provider, error) {
 	var p provider.Provider
 	var err error
 	switch o := obj.(type) {
@@ -235,7 +255,7 @@ func platformOf(obj client.Object, reg *provider.Registry) (*provider.Provider, 
 		if v == nil {
 			return nil, nil
 		}
-		if p, err = platformOfSpec(v, reg); err != nil {
+		if p, err = platformOfSpec(v, reg, named); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", kindOf(o), name(o), err)
 		}
 	case *clusterv1.Machine:
@@ -253,14 +273,18 @@ func platformOf(obj client.Object, reg *provider.Registry) (*provider.Provider, 
 }
 
 // platformOfSpec finds the platform of a providerSpec value: by its kind or, when it has
-// none, by the fields only one platform's providerSpec has.
-func platformOfSpec(v *runtime.RawExtension, reg *provider.Registry) (provider.Provider, error) {
+// none, by the Infrastructure's platform (named, may be nil) or else the fields only one
+// platform's providerSpec has.
+func platformOfSpec(v *runtime.RawExtension, reg *provider.Registry, named *provider.Provider) (provider.Provider, error) {
 	kind := provider.SpecKind(mapiv1.ProviderSpec{Value: v})
 	if kind != "" {
 		if p, err := reg.ForProviderSpecKind(kind); err == nil {
 			return p, nil
 		}
 		return provider.Provider{}, unknownSpecKind(kind, reg)
+	}
+	if named != nil {
+		return *named, nil
 	}
 	var matches []provider.Provider
 	for _, p := range byName(reg) {

@@ -234,6 +234,12 @@ spec:
         value: VALUE
 `
 
+const openStackInfrastructure = `apiVersion: config.openshift.io/v1
+kind: Infrastructure
+metadata: {name: cluster}
+status: {infrastructureName: c1, platformStatus: {type: OpenStack}}
+`
+
 func convertString(t *testing.T, reg *provider.Registry, in string, opts document.Options) (*document.Result, error) {
 	t.Helper()
 	docs, err := document.DecodeWith(strings.NewReader(in), reg)
@@ -246,7 +252,8 @@ func convertString(t *testing.T, reg *provider.Registry, in string, opts documen
 }
 
 // TestPlatformDetection covers how Convert picks the platform from the registry: by
-// providerSpec kind, by the fields of a providerSpec without kind, by infrastructureRef.
+// providerSpec kind, by the Infrastructure or the fields of a providerSpec without kind, by
+// infrastructureRef; and that the input and the Infrastructure must agree.
 func TestPlatformDetection(t *testing.T) {
 	reg := labRegistry(t)
 	builtin := provider.Builtin()
@@ -278,6 +285,21 @@ func TestPlatformDetection(t *testing.T) {
 		in:   strings.Replace(machineSet, "VALUE", `{region: sim-east-3, instanceType: s1, image: i, userDataSecret: {name: u}}`, 1),
 		want: "kind: SimMachineTemplate",
 	}, {
+		name: "kindless providerSpec with a flavor is OpenStack, which needs no region",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{flavor: m1.large, image: rhcos, userDataSecret: {name: u}}`, 1),
+		want: "kind: OpenStackMachineTemplate",
+	}, {
+		name: "the Infrastructure's platform reads a kindless providerSpec",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{image: rhcos, userDataSecret: {name: u}}`, 1) + "---\n" + openStackInfrastructure,
+		want: "spec.template.spec.providerSpec.value.flavor: Required value: CAPO needs a flavor",
+	}, {
+		name:    "input on another platform than the Infrastructure",
+		reg:     builtin,
+		in:      strings.Replace(machineSet, "VALUE", `{kind: OpenstackProviderSpec, flavor: m1.large}`, 1) + "---\n" + strings.Replace(openStackInfrastructure, "OpenStack", "AWS", 1),
+		wantErr: "the input is on openstack, but the Infrastructure object says the cluster runs on aws",
+	}, {
 		name:    "kindless providerSpec two platforms could read",
 		reg:     reg,
 		in:      strings.Replace(machineSet, "VALUE", `{region: r1}`, 1),
@@ -292,7 +314,7 @@ func TestPlatformDetection(t *testing.T) {
 		reg:     builtin,
 		in:      "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata: {name: m, namespace: openshift-cluster-api}\nspec:\n  clusterName: c1\n  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachine, name: m}\n",
 		opts:    document.Options{Region: "r1"},
-		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, SimMachine and SimMachineTemplate",
+		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, SimMachine and SimMachineTemplate",
 	}, {
 		name:    "two platforms in one input",
 		reg:     reg,
