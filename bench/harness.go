@@ -66,6 +66,8 @@ type env struct {
 	kubeletWrite atomic.Int64
 	mgr          *exec.Cmd
 	metricsAddr  string
+	// keep leaves dir (manager log, lab data) in place on stop, e.g. after a failed soak.
+	keep bool
 }
 
 func startEnv(groups string) (*env, error) { return startEnvWith(envOptions{groups: groups}) }
@@ -158,9 +160,11 @@ func (e *env) stop() {
 		e.cloud.Close()
 	}
 	e.lab.Stop()
-	if os.Getenv("MACHINA_BENCH_KEEP") == "" {
-		_ = os.RemoveAll(e.dir)
+	if e.keep || os.Getenv("MACHINA_BENCH_KEEP") != "" {
+		fmt.Fprintln(os.Stderr, "kept for inspection:", e.dir)
+		return
 	}
+	_ = os.RemoveAll(e.dir)
 }
 
 // managerWrites sums the manager's own mutating API requests from its client metrics.

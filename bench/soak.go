@@ -114,6 +114,7 @@ func runSoak(o soakOptions) (*soakReport, error) {
 	}
 	stopCheck()
 	<-done
+	e.keep = err != nil || s.rep.failed()
 	return s.rep, err
 }
 

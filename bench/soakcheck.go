@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/controllers/migration"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/mapicond"
 )
 
 // snapshot is one observation of both APIs and the cloud. The Cluster API side is listed
@@ -225,12 +227,12 @@ func (s *snapshot) pending() map[string]string {
 	out := map[string]string{}
 	for name, m := range s.mapiM {
 		if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI && m.DeletionTimestamp == nil {
-			out["Machine/"+name] = fmt.Sprintf("spec %s status %s", m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
+			out["Machine/"+name] = fmt.Sprintf("spec %s status %s%s", m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI, migrationState(m.Status.Conditions))
 		}
 	}
 	for name, m := range s.mapiS {
 		if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI && m.DeletionTimestamp == nil {
-			out["MachineSet/"+name] = fmt.Sprintf("spec %s status %s", m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
+			out["MachineSet/"+name] = fmt.Sprintf("spec %s status %s%s", m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI, migrationState(m.Status.Conditions))
 		}
 	}
 	for name, h := range s.mapiH {
@@ -239,6 +241,16 @@ func (s *snapshot) pending() map[string]string {
 		}
 	}
 	return out
+}
+
+// migrationState is the migration controller's AuthorityMigration condition, for reports
+// ("" when absent).
+func migrationState(conds []machinev1beta1.Condition) string {
+	c := mapicond.Get(conds, migration.MigrationCondition)
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("; %s %s: %s", c.Type, c.Reason, c.Message)
 }
 
 func (c *checker) checkPending(s *snapshot) {

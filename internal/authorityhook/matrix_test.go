@@ -155,14 +155,15 @@ func expected(id string, k matrixKind, w string) outcome {
 	capi, kind := k.mirrorPause, k.gvk.Kind
 	// What RBAC gives each identity: the administrators everything, the autoscaler its node
 	// groups (Machines, MachineSets and their scale subresource), the manager its generated
-	// roles, which lack what the controllers never do.
+	// roles, which lack what the controllers never do (scale: they write spec.replicas; they
+	// delete MachineSets of both APIs, the sync carrying a deletion over to the mirror).
 	switch id {
 	case idAutoscaler:
 		if kind != "Machine" && kind != "MachineSet" || k.gvk.Group == "infrastructure.machina.dev" || w == wDelete || w == wStatus {
 			return rbac
 		}
 	case idManager:
-		if w == wScale || w == wDelete && kind == "MachineSet" && !capi {
+		if w == wScale {
 			return rbac
 		}
 		return allow // the policies and the webhook exempt machina's own identity

@@ -53,7 +53,9 @@ func (e *env) run(itype string, tags map[string]string) api.Instance {
 
 func (e *env) eventually(what string, cond func() (bool, error)) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: the suite must pass on a loaded 2-core machine; a pass returns as soon as
+	// the condition holds.
+	deadline := time.Now().Add(3 * time.Minute)
 	var last error
 	for {
 		ok, err := cond()
@@ -415,7 +417,13 @@ func TestKubelet(t *testing.T) {
 				}
 			}
 			leases, err := kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(e.ctx(), metav1.ListOptions{})
-			return ready == n && len(leases.Items) >= n, err
+			if err != nil {
+				return false, err
+			}
+			if ready < n || len(leases.Items) < n {
+				return false, fmt.Errorf("%d of %d Nodes Ready, %d Leases", ready, n, len(leases.Items))
+			}
+			return true, nil
 		})
 		t.Logf("%d Nodes Ready in %s", n, time.Since(began).Round(time.Millisecond))
 		if after := runtime.NumGoroutine(); after-before > 100 {
