@@ -2,7 +2,6 @@ package migration_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -11,20 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	_ "github.com/machina-dev/machina/internal/controllers/autoscaling"
 	_ "github.com/machina-dev/machina/internal/controllers/clusterapi"
 	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/migration"
 	_ "github.com/machina-dev/machina/internal/controllers/sim"
 	_ "github.com/machina-dev/machina/internal/controllers/sync"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -32,13 +30,9 @@ import (
 var env *testenv.Env
 
 func machine(name, region, zone string) *machinev1beta1.Machine {
-	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
-		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:   region, Zone: zone, InstanceType: "s1.medium", Image: "sim-rhcos-9",
-		UserDataSecret: &corev1.LocalObjectReference{Name: demo.UserDataSecret}})
 	return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api",
 		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}},
-		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}}}}
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: simSpec(region, zone, "s1.medium")}}}
 }
 
 func getBoth(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.Machine, *clusterv1.Machine, error) {
@@ -82,28 +76,43 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 	return s.InstancesCreated
 }
 
+// TestMigration runs the migration controllers in one lab for both platforms (see
+// platformCase): the handover subtests run once per platform (sim, aws) as nested subtests.
+// Those left on the simulated platform need the Cluster API side to launch instances (a
+// MachineSet scaled up under the Cluster API, a launch in flight on the Cluster API side),
+// which on AWS only a real CAPA would do; capaStandIn launches nothing.
 func TestMigration(t *testing.T) {
-	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim,autoscaling"})
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim,autoscaling", EC2: true})
 	env.SeedCluster("lab")
-	t.Run("MachineToClusterAPIAndBack", testRoundTrip)
-	t.Run("RefusedWhenNotSynchronized", testRefused)
-	t.Run("RollbackWhileMigratingAfterCrash", testRollback)
+	setUpAWS(t, env)
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, platformCase)
+	}{
+		{"MachineToClusterAPIAndBack", testRoundTrip},
+		{"RefusedWhenNotSynchronized", testRefused},
+		{"RollbackWhileMigratingAfterCrash", testRollback},
+		{"ManyHandoversLaunchNothing", testManyHandoversLaunchNothing},
+		{"MachineSetHandover_InfraMachinePausedAndFinalizerMoved_TemplatesPruned", testHandover},
+		{"ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration},
+	} {
+		t.Run(c.name, func(t *testing.T) { eachPlatform(t, c.f) })
+	}
 	t.Run("MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI)
-	t.Run("ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration)
-	t.Run("ManyHandoversLaunchNothing", testManyHandoversLaunchNothing)
 	t.Run("ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating)
 	t.Run("LaunchInFlight_OneInstance", testLaunchInFlight)
 }
 
-func testRoundTrip(t *testing.T) {
+func testRoundTrip(t *testing.T, pc platformCase) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machine("mover", "sim-east-1", "sim-east-1a")); err != nil {
+	name := pc.name("mover")
+	if err := e.Client.Create(ctx, pc.machine(name, 0)); err != nil {
 		t.Fatal(err)
 	}
 	var providerID string
 	e.Eventually(90*time.Second, "Running under the Machine API and synchronised", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, "mover")
+		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -116,16 +125,16 @@ func testRoundTrip(t *testing.T) {
 	})
 	created := instancesCreated(t, e)
 
-	request(t, e, "mover", machinev1beta1.MachineAuthorityClusterAPI)
+	request(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	defer func() {
 		// A request on synchronised copies is no cause for a warning, even while the sync
 		// catches up with the generation the request itself made.
-		if w := warnings(context.Background(), t, e, "mover", migration.NotSynchronizedReason); len(w) > 0 {
+		if w := warnings(context.Background(), t, e, name, migration.NotSynchronizedReason); len(w) > 0 {
 			t.Errorf("warnings on a migration of synchronised copies: %v", w)
 		}
 	}()
 	e.Eventually(90*time.Second, "authority moved to Cluster API", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, "mover")
+		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -138,31 +147,33 @@ func testRoundTrip(t *testing.T) {
 	})
 	// The Cluster API controllers take over the same instance and report it back.
 	e.Eventually(90*time.Second, "Cluster API runs the same instance", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, "mover")
+		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		sm := &infrav1.SimMachine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, sm); err != nil {
+		infra := &unstructured.Unstructured{}
+		infra.SetGroupVersionKind(pc.provider.InfraMachine)
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, infra); err != nil {
 			return false, err.Error(), nil
 		}
-		provisioned := sm.Status.Initialization.Provisioned != nil && *sm.Status.Initialization.Provisioned
-		return provisioned && sm.Spec.ProviderID == providerID && c.Status.NodeRef.Name != "" &&
+		infraID, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
+		provisioned := ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false)
+		return provisioned && infraID == providerID && c.Spec.ProviderID == providerID && c.Status.NodeRef.Name != "" &&
 				m.Status.Phase != nil && *m.Status.Phase == "Running",
-			fmt.Sprintf("sim provisioned %v providerID %q capi phase %q conds %v", provisioned, sm.Spec.ProviderID, c.Status.Phase, c.Status.Conditions), nil
+			fmt.Sprintf("infrastructure provisioned %v %s providerID %q capi phase %q conds %v", provisioned, infra.GetKind(), infraID, c.Status.Phase, c.Status.Conditions), nil
 	})
 	if n := instancesCreated(t, e); n != created {
 		t.Fatalf("handing over created %d instance(s)", n-created)
 	}
-	m, _, _ := getBoth(ctx, e, "mover")
+	m, _, _ := getBoth(ctx, e, name)
 	if c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition); c == nil || c.Reason != migration.CompletedReason {
 		t.Errorf("AuthorityMigration condition: %s", cond(m, migration.MigrationCondition))
 	}
 
 	// And back.
-	request(t, e, "mover", machinev1beta1.MachineAuthorityMachineAPI)
+	request(t, e, name, machinev1beta1.MachineAuthorityMachineAPI)
 	e.Eventually(90*time.Second, "authority back with the Machine API", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, "mover")
+		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -177,32 +188,35 @@ func testRoundTrip(t *testing.T) {
 	if n := instancesCreated(t, e); n != created {
 		t.Fatalf("the round trip created %d instance(s)", n-created)
 	}
-	m, _, _ = getBoth(ctx, e, "mover")
+	m, _, _ = getBoth(ctx, e, name)
 	if *m.Status.Phase != "Running" || *m.Spec.ProviderID != providerID {
 		t.Errorf("after the round trip: phase %v providerID %v", *m.Status.Phase, *m.Spec.ProviderID)
 	}
 }
 
-func testRefused(t *testing.T) {
+func testRefused(t *testing.T, pc platformCase) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machine("stuck", "sim-west-1", "sim-west-1a")); err != nil {
+	name := pc.name("stuck")
+	m := pc.machine(name, 0)
+	m.Spec.ProviderSpec.Value = pc.unconvertible
+	if err := e.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	// Authority is decided first (a request made before that would make it Cluster
 	// API-authoritative from birth), and the conversion failure is known.
 	e.Eventually(60*time.Second, "decided and not synchronised", func(ctx context.Context) (bool, string, error) {
 		m := &machinev1beta1.Machine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, m); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, m); err != nil {
 			return false, err.Error(), nil
 		}
 		c := mapicond.Get(m.Status.Conditions, "Synchronized")
 		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Status == "False", cond(m, "Synchronized"), nil
 	})
-	request(t, e, "stuck", machinev1beta1.MachineAuthorityClusterAPI)
+	request(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	e.Eventually(60*time.Second, "refused with the reason", func(ctx context.Context) (bool, string, error) {
 		m := &machinev1beta1.Machine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, m); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, m); err != nil {
 			return false, err.Error(), nil
 		}
 		c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
@@ -211,16 +225,18 @@ func testRefused(t *testing.T) {
 	})
 	// The pending request is exported for alerting until the Machine is deleted.
 	e.Eventually(30*time.Second, "the pending migration is exported", func(context.Context) (bool, string, error) {
-		n := pendingSeries(t, "stuck")
+		n := pendingSeries(t, name)
 		return n == 1, fmt.Sprintf("%d series", n), nil
 	})
-	if err := e.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api", Name: "stuck"}}); err != nil {
+	if err := e.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api", Name: name}}); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(90*time.Second, "the deleted Machine's pending migration is no longer exported", func(ctx context.Context) (bool, string, error) {
-		err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "stuck"}, &machinev1beta1.Machine{})
-		n := pendingSeries(t, "stuck")
-		return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("%d series, get: %v", n, err), nil
+		m := &machinev1beta1.Machine{}
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, m)
+		n := pendingSeries(t, name)
+		return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("%d series, get: %v; finalizers %v phase %v error %v",
+			n, err, m.Finalizers, ptr.Deref(m.Status.Phase, ""), ptr.Deref(m.Status.ErrorMessage, "")), nil
 	})
 }
 
@@ -264,14 +280,15 @@ func warnings(ctx context.Context, t *testing.T, e *testenv.Env, name, reason st
 	return out
 }
 
-func testRollback(t *testing.T) {
+func testRollback(t *testing.T, pc platformCase) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machine("undo", "sim-east-1", "sim-east-1b")); err != nil {
+	name := pc.name("undo")
+	if err := e.Client.Create(ctx, pc.machine(name, 1)); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(90*time.Second, "synchronised", func(ctx context.Context) (bool, string, error) {
-		m, _, err := getBoth(ctx, e, "undo")
+		m, _, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -280,7 +297,7 @@ func testRollback(t *testing.T) {
 	// The manager dies just after marking the Machine Migrating; the user then asks to go
 	// back. The restarted controllers work from the objects alone.
 	e.StopManager()
-	m, _, _ := getBoth(ctx, e, "undo")
+	m, _, _ := getBoth(ctx, e, name)
 	base := m.DeepCopy()
 	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating
 	m.Status.SynchronizedAPI = machinev1beta1.MachineAPISynchronized
@@ -289,7 +306,7 @@ func testRollback(t *testing.T) {
 	}
 	e.StartManager()
 	e.Eventually(60*time.Second, "rolled back", func(ctx context.Context) (bool, string, error) {
-		m, _, err := getBoth(ctx, e, "undo")
+		m, _, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -301,14 +318,15 @@ func testRollback(t *testing.T) {
 
 // Machines are never reconciled by both families at once: across many handovers of a running
 // Machine, neither side ever asks the cloud for an instance.
-func testManyHandoversLaunchNothing(t *testing.T) {
+func testManyHandoversLaunchNothing(t *testing.T, pc platformCase) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machine("pingpong", "sim-east-1", "sim-east-1c")); err != nil {
+	name := pc.name("pingpong")
+	if err := e.Client.Create(ctx, pc.machine(name, 2)); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(90*time.Second, "running and synchronised", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, "pingpong")
+		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -321,9 +339,9 @@ func testManyHandoversLaunchNothing(t *testing.T) {
 	}
 	for i := 0; i < 4; i++ {
 		for _, to := range []machinev1beta1.MachineAuthority{machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMachineAPI} {
-			request(t, e, "pingpong", to)
+			request(t, e, name, to)
 			e.Eventually(90*time.Second, fmt.Sprintf("handover %d to %s", i, to), func(ctx context.Context) (bool, string, error) {
-				m, _, err := getBoth(ctx, e, "pingpong")
+				m, _, err := getBoth(ctx, e, name)
 				if err != nil {
 					return false, err.Error(), nil
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -30,78 +31,133 @@ import (
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// platformCase is one infrastructure platform the sync and migration controllers are run on.
+// platformCase is one infrastructure platform TestMigration runs its platform-dependent
+// subtests on. Both platforms share one lab (setUpAWS); their objects are told apart by name
+// prefix. The Machine API side of each is provisioned by its real actuator: the simulated
+// provider's, and the AWS actuator (controller group "aws") through the simulated cloud's EC2
+// front. On the Cluster API side the lab runs the simulated provider's controllers but no
+// Cluster API AWS provider (CAPA): until one runs in the lab, capaStandIn writes from the test
+// the fields a contract provider writes on an unpaused AWSMachine (see capaStandIn).
 type platformCase struct {
 	provider provider.Provider
-	// spec is a providerSpec value of the platform; instanceType varies it.
-	spec func(instanceType string) *runtime.RawExtension
-	// start brings up what provisions the platform's Machines and returns a count of the
-	// instances launched so far.
-	start func(t *testing.T, e *testenv.Env) (launches func() int)
+	prefix   string
+	// region and zones are the cluster's.
+	region string
+	zones  [3]string
+	// unconvertible is a providerSpec value the platform's actuator serves but the conversion
+	// refuses: on sim another region than the cluster's; on aws an AMI chosen by filters (CAPA
+	// takes an AMI ID only) — not another region, which the EC2 front, serving one region,
+	// would leave the AWS actuator unable to ever delete.
+	unconvertible *runtime.RawExtension
+	// small and large are two instance types of the platform; smallCPU and smallMemoryMiB
+	// are small's capacity as the platform's cloud reports it.
+	small, large             string
+	smallCPU, smallMemoryMiB string
+	// spec is a providerSpec value of the platform in region and zone.
+	spec func(region, zone, instanceType string) *runtime.RawExtension
 }
 
 func platformCases() []platformCase {
 	return []platformCase{
 		{
-			provider: provider.Sim(),
-			spec: func(instanceType string) *runtime.RawExtension {
-				raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
-					TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-					Region:   "sim-east-1", Zone: "sim-east-1a", InstanceType: instanceType, Image: "sim-rhcos-9",
-					UserDataSecret: &corev1.LocalObjectReference{Name: demo.UserDataSecret}})
-				return &runtime.RawExtension{Raw: raw}
-			},
-			// The lab's own controllers and simulated cloud provision sim Machines.
-			start: func(t *testing.T, e *testenv.Env) func() int {
-				return func() int { return int(instancesCreated(t, e)) }
-			},
+			provider: provider.Sim(), prefix: "",
+			region: "sim-east-1",
+			zones:  [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, small: "s1.medium", large: "s1.large",
+			smallCPU: "2", smallMemoryMiB: "4096",
+			unconvertible: simSpec("sim-west-1", "sim-west-1a", "s1.medium"),
+			spec:          simSpec,
 		},
 		{
-			provider: provider.AWS(),
-			spec: func(instanceType string) *runtime.RawExtension {
-				raw, _ := json.Marshal(map[string]any{
-					"apiVersion": "machine.openshift.io/v1beta1", "kind": "AWSMachineProviderConfig",
-					"ami": map[string]any{"id": "ami-0a1b2c3d4e5f67890"}, "instanceType": instanceType,
-					"placement":          map[string]any{"availabilityZone": "us-east-1a", "region": "us-east-1"},
-					"subnet":             map[string]any{"filters": []any{map[string]any{"name": "tag:Name", "values": []any{"lab-subnet-private-us-east-1a"}}}},
-					"securityGroups":     []any{map[string]any{"filters": []any{map[string]any{"name": "tag:Name", "values": []any{"lab-node"}}}}},
-					"iamInstanceProfile": map[string]any{"id": "lab-worker-profile"},
-					"credentialsSecret":  map[string]any{"name": "aws-cloud-credentials"},
-					"userDataSecret":     map[string]any{"name": demo.UserDataSecret},
-					"tags":               []any{map[string]any{"name": "kubernetes.io/cluster/lab", "value": "owned"}},
-				})
-				return &runtime.RawExtension{Raw: raw}
-			},
-			// No AWS provider runs in this lab yet: a stand-in writes what the Machine API AWS
-			// actuator and CAPA would (see awsStandIn).
-			start: func(t *testing.T, e *testenv.Env) func() int {
-				if err := setAWSInfrastructure(context.Background(), e, "us-east-1"); err != nil {
-					t.Fatal(err)
-				}
-				return startAWSStandIn(e, "us-east-1a").Launches
-			},
+			provider: provider.AWS(), prefix: "aws-",
+			region: "us-east-1", unconvertible: awsAMIByFilters(),
+			// The demo AWS cluster's zones: the EC2 front has subnets in these two only.
+			zones: [3]string{"us-east-1a", "us-east-1b", "us-east-1a"}, small: "m6i.xlarge", large: "m6i.2xlarge",
+			smallCPU: "4", smallMemoryMiB: "16384",
+			spec: awsSpec,
 		},
 	}
 }
 
-// TestHandoverOnEveryPlatform runs the mirror-and-handover scenario once per registered
-// platform: a Machine API MachineSet and its Machines are mirrored (Cluster API MachineSet,
-// hash-named InfraMachineTemplate, Machines with InfraMachines, all paused), handed to the
-// Cluster API and back, and removed. The InfraMachine is unpaused and gains its provider's
-// finalizer under the Cluster API; going back it is paused before that finalizer is taken off.
-// Templates no longer used are pruned. No handover launches an instance.
-func TestHandoverOnEveryPlatform(t *testing.T) {
-	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
-	e.SeedCluster("lab")
-	for _, pc := range platformCases() {
-		t.Run(pc.provider.Name, func(t *testing.T) {
-			e := e.For(t)
-			launches := pc.start(t, e)
-			rec := watchInfraMachines(t, e, pc.provider)
-			testTemplatePruned(t, e, pc)
-			testSetRoundTrip(t, e, pc, launches, rec)
-		})
+func (pc platformCase) name(n string) string { return pc.prefix + n }
+
+// machine is a Machine API Machine of the platform in the cluster's zone i.
+func (pc platformCase) machine(name string, zone int) *machinev1beta1.Machine {
+	m := machine(name, "", "")
+	m.Spec.ProviderSpec.Value = pc.spec(pc.region, pc.zones[zone], pc.small)
+	return m
+}
+
+func simSpec(region, zone, instanceType string) *runtime.RawExtension {
+	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
+		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
+		Region:   region, Zone: zone, InstanceType: instanceType, Image: "sim-rhcos-9",
+		UserDataSecret: &corev1.LocalObjectReference{Name: demo.UserDataSecret}})
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// awsAMIByFilters is awsSpec in the cluster's first zone with its AMI chosen by filters (one
+// that picks the same AMI), as older OpenShift installs write it.
+func awsAMIByFilters() *runtime.RawExtension {
+	ps := &machinev1beta1.AWSMachineProviderConfig{}
+	_ = json.Unmarshal(awsSpec("us-east-1", "us-east-1a", "m6i.xlarge").Raw, ps)
+	ps.AMI = machinev1beta1.AWSResourceReference{Filters: []machinev1beta1.Filter{{Name: "image-id", Values: []string{*ps.AMI.ID}}}}
+	raw, _ := json.Marshal(ps)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// awsSpec is the demo AWS cluster's worker providerSpec (AMI, subnet, security groups of the
+// EC2 front's built-in catalogue) in zone, with the region and instance type given.
+func awsSpec(region, zone, instanceType string) *runtime.RawExtension {
+	ms := demo.DefaultAWSCluster("openshift-machine-api", "openshift-cluster-api", nil).MachineSet("template", zone, 0)
+	ps := &machinev1beta1.AWSMachineProviderConfig{}
+	_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, ps)
+	ps.Placement.Region, ps.InstanceType = region, instanceType
+	raw, _ := json.Marshal(ps)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// setUpAWS makes the lab serve AWS Machines next to simulated ones: the Infrastructure says
+// AWS in us-east-1 (the simulated provider reads its region from the SimCluster instead), the
+// Machine API credentials Secret the demo AWS providerSpec names exists, and capaStandIn
+// plays CAPA.
+func setUpAWS(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	if err := setAWSInfrastructure(ctx, e, "us-east-1"); err != nil {
+		t.Fatal(err)
 	}
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range demo.DefaultAWSCluster("openshift-machine-api", "openshift-cluster-api", kc).ClusterObjects() {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == demo.AWSCredentialsSecret {
+			if err := e.Client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	startCAPAStandIn(e)
+}
+
+// eachPlatform runs f as one subtest per platform.
+func eachPlatform(t *testing.T, f func(t *testing.T, pc platformCase)) {
+	for _, pc := range platformCases() {
+		t.Run(pc.provider.Name, func(t *testing.T) { f(t, pc) })
+	}
+}
+
+// testHandover is the mirror-and-handover scenario of a MachineSet: a Machine API MachineSet
+// and its Machines are mirrored (Cluster API MachineSet, hash-named InfraMachineTemplate,
+// Machines with InfraMachines, all paused), handed to the Cluster API and back, and removed.
+// The InfraMachine is unpaused and gains its provider's finalizer under the Cluster API; going
+// back it is paused before that finalizer is taken off. Templates no longer used are pruned.
+// No handover launches an instance.
+func testHandover(t *testing.T, pc platformCase) {
+	e := env.For(t)
+	rec := watchInfraMachines(t, e, pc.provider)
+	testTemplatePruned(t, e, pc)
+	testSetRoundTrip(t, e, pc, rec)
 }
 
 func platformSet(pc platformCase, name string, replicas int32, instanceType string) *machinev1beta1.MachineSet {
@@ -110,24 +166,16 @@ func platformSet(pc platformCase, name string, replicas int32, instanceType stri
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api", Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}},
 		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To(replicas), Selector: metav1.LabelSelector{MatchLabels: sel},
 			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: sel},
-				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: pc.spec(instanceType)}}}},
+				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: pc.spec(pc.region, pc.zones[0], instanceType)}}}},
 	}
-}
-
-func instanceTypes(pc platformCase) (string, string) {
-	if pc.provider.Name == "aws" {
-		return "m6i.xlarge", "m6i.2xlarge"
-	}
-	return "s1.medium", "s1.large"
 }
 
 // testTemplatePruned: a changed providerSpec gives the mirror a new hash-named template and
 // the unused one is deleted.
 func testTemplatePruned(t *testing.T, e *testenv.Env, pc platformCase) {
 	ctx := context.Background()
-	name := pc.provider.Name + "-prune"
-	small, large := instanceTypes(pc)
-	if err := e.Client.Create(ctx, platformSet(pc, name, 0, small)); err != nil {
+	name := pc.name("prune")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 0, pc.small)); err != nil {
 		t.Fatal(err)
 	}
 	first := waitTemplate(t, e, pc, name, "")
@@ -136,7 +184,7 @@ func testTemplatePruned(t *testing.T, e *testenv.Env, pc platformCase) {
 		t.Fatal(err)
 	}
 	base := ms.DeepCopy()
-	ms.Spec.Template.Spec.ProviderSpec.Value = pc.spec(large)
+	ms.Spec.Template.Spec.ProviderSpec.Value = pc.spec(pc.region, pc.zones[0], pc.large)
 	if err := e.Client.Patch(ctx, ms, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
@@ -255,16 +303,15 @@ func (r *infraRecord) history(name string) []infraState {
 }
 
 // testSetRoundTrip hands a MachineSet of two Running Machines to the Cluster API and back.
-func testSetRoundTrip(t *testing.T, e *testenv.Env, pc platformCase, launches func() int, rec *infraRecord) {
+func testSetRoundTrip(t *testing.T, e *testenv.Env, pc platformCase, rec *infraRecord) {
 	ctx := context.Background()
-	name := pc.provider.Name + "-hand"
-	small, _ := instanceTypes(pc)
-	if err := e.Client.Create(ctx, platformSet(pc, name, 2, small)); err != nil {
+	name := pc.name("hand")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 2, pc.small)); err != nil {
 		t.Fatal(err)
 	}
 	waitTemplate(t, e, pc, name, "")
 	ids := waitMachines(t, e, pc, name, machinev1beta1.MachineAuthorityMachineAPI)
-	before := launches()
+	before := instancesCreated(t, e)
 
 	requestSetAndMachines(t, e, name, ids, machinev1beta1.MachineAuthorityClusterAPI)
 	if got := waitMachines(t, e, pc, name, machinev1beta1.MachineAuthorityClusterAPI); !maps2Equal(got, ids) {
@@ -274,7 +321,7 @@ func testSetRoundTrip(t *testing.T, e *testenv.Env, pc platformCase, launches fu
 	if got := waitMachines(t, e, pc, name, machinev1beta1.MachineAuthorityMachineAPI); !maps2Equal(got, ids) {
 		t.Errorf("providerIDs changed back under the Machine API: %v, were %v", got, ids)
 	}
-	if after := launches(); after != before {
+	if after := instancesCreated(t, e); after != before {
 		t.Errorf("the handovers launched %d instance(s)", after-before)
 	}
 	for m := range ids {
@@ -374,10 +421,7 @@ func machineHeld(ctx context.Context, e *testenv.Env, pc platformCase, m *machin
 	state := fmt.Sprintf("authority %q providerID %v phase %v; capi paused %v finalizers %v; %s paused %v finalizers %v; mapi finalizers %v",
 		m.Status.AuthoritativeAPI, ptr.Deref(m.Spec.ProviderID, ""), ptr.Deref(m.Status.Phase, ""), hasPaused(c), c.Finalizers,
 		pc.provider.InfraMachine.Kind, hasPaused(infra), infra.Finalizers, m.Finalizers)
-	// Under the Cluster API the phase comes from the Cluster API Machine, which on the AWS
-	// platform here never sees a Node (the stand-in boots none), so only the Machine API side
-	// is held to Running.
-	running := capiSide || ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning
+	running := ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning
 	ok := m.Status.AuthoritativeAPI == want && m.Spec.ProviderID != nil && running &&
 		hasPaused(c) != capiSide && hasPaused(infra) != capiSide && infraFinalizer == capiSide &&
 		controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) == capiSide &&

@@ -16,16 +16,17 @@ import (
 
 // Scale-from-zero capacity follows a MachineSet through a migration and back: the Cluster API
 // copy carries the autoscaler's capacity annotations, and the values come back unchanged.
-func testScaleFromZeroSurvivesMigration(t *testing.T) {
+func testScaleFromZeroSurvivesMigration(t *testing.T, pc platformCase) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machineSet("zero", 0)); err != nil {
+	name := pc.name("zero")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 0, pc.small)); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{scalefromzero.CPUAnnotation: "1", scalefromzero.MemoryAnnotation: "2048", scalefromzero.GPUAnnotation: "0"}
+	want := map[string]string{scalefromzero.CPUAnnotation: pc.smallCPU, scalefromzero.MemoryAnnotation: pc.smallMemoryMiB, scalefromzero.GPUAnnotation: "0"}
 	mapiHas := func(ctx context.Context) (bool, string, error) {
 		ms := &machinev1beta1.MachineSet{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "zero"}, ms); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, ms); err != nil {
 			return false, err.Error(), nil
 		}
 		for k, v := range want {
@@ -38,14 +39,14 @@ func testScaleFromZeroSurvivesMigration(t *testing.T) {
 	e.Eventually(60*time.Second, "capacity annotations on the Machine API MachineSet", mapiHas)
 	e.Eventually(60*time.Second, "capacity annotations on the Cluster API copy", func(ctx context.Context) (bool, string, error) {
 		ms := &clusterv1.MachineSet{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: "zero"}, ms); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: name}, ms); err != nil {
 			return false, err.Error(), nil
 		}
-		return ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/cpu"] == "1" &&
-			ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/memory"] == "2048Mi", fmt.Sprint(ms.Annotations), nil
+		return ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/cpu"] == pc.smallCPU &&
+			ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/memory"] == pc.smallMemoryMiB+"Mi", fmt.Sprint(ms.Annotations), nil
 	})
-	migrateSet(t, e, "zero", machinev1beta1.MachineAuthorityClusterAPI)
+	migrateSet(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	e.Eventually(60*time.Second, "capacity annotations kept under the Cluster API", mapiHas)
-	migrateSet(t, e, "zero", machinev1beta1.MachineAuthorityMachineAPI)
+	migrateSet(t, e, name, machinev1beta1.MachineAuthorityMachineAPI)
 	e.Eventually(60*time.Second, "capacity annotations after the way back", mapiHas)
 }

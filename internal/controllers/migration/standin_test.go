@@ -2,13 +2,10 @@ package migration_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"sync"
+	"path"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,27 +15,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/gate"
-	"github.com/machina-dev/machina/internal/mapicond"
-	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// awsStandIn plays, from the test, the two AWS controllers this lab does not run yet: the
-// Machine API AWS actuator (OpenShift's machine-api controller) and the Cluster API AWS
-// provider (CAPA). It writes only what those controllers write — on the Machine API Machine its
-// finalizer, providerID, phase and the Paused condition; on an unpaused AWSMachine CAPA's
-// finalizer and status.ready — so the sync and migration controllers can be exercised on the
-// AWS platform. Launches counts the instances it "created" (providerIDs it assigned).
-type awsStandIn struct {
-	e        *testenv.Env
-	zone     string
-	mu       sync.Mutex
-	launched map[string]bool
+// capaStandIn plays, from the test, the Cluster API AWS provider (CAPA), which this lab does
+// not run yet. It writes only what CAPA writes on an AWSMachine, and only on an unpaused one:
+// CAPA's finalizer, then — once the AWSMachine has the providerID of a running instance —
+// status.ready (the pinned CAPA's provisioned flag, Cluster API's v1beta1 InfraMachine
+// contract), status.instanceState and status.addresses read from the instance, as CAPA reads
+// them from EC2. It also keeps CAPA's Paused condition. The Machine API side is not played:
+// the real AWS actuator runs against the simulated cloud's EC2 front.
+type capaStandIn struct {
+	e *testenv.Env
 }
 
-func startAWSStandIn(e *testenv.Env, zone string) *awsStandIn {
-	s := &awsStandIn{e: e, zone: zone, launched: map[string]bool{}}
+func startCAPAStandIn(e *testenv.Env) {
+	s := &capaStandIn{e: e}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	e.T.Cleanup(func() { cancel(); <-done })
@@ -46,7 +39,7 @@ func startAWSStandIn(e *testenv.Env, zone string) *awsStandIn {
 		defer close(done)
 		for ctx.Err() == nil {
 			if err := s.pass(ctx); err != nil && ctx.Err() == nil {
-				e.Logf("aws stand-in: %v", err)
+				e.Logf("CAPA stand-in: %v", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -54,86 +47,24 @@ func startAWSStandIn(e *testenv.Env, zone string) *awsStandIn {
 			}
 		}
 	}()
-	return s
 }
 
-// Launches is how many instances the stand-in actuator has launched.
-func (s *awsStandIn) Launches() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.launched)
-}
-
-func (s *awsStandIn) pass(ctx context.Context) error {
-	var machines machinev1beta1.MachineList
-	if err := s.e.Client.List(ctx, &machines, client.InNamespace("openshift-machine-api")); err != nil {
-		return err
-	}
-	for i := range machines.Items {
-		m := &machines.Items[i]
-		if provider.SpecKind(m.Spec.ProviderSpec) != "AWSMachineProviderConfig" {
-			continue
-		}
-		if err := client.IgnoreNotFound(s.actuate(ctx, m)); err != nil {
-			return err
-		}
-	}
+func (s *capaStandIn) pass(ctx context.Context) error {
 	var infra capav1.AWSMachineList
 	if err := s.e.Client.List(ctx, &infra, client.InNamespace("openshift-cluster-api")); err != nil {
 		return err
 	}
 	for i := range infra.Items {
-		if err := client.IgnoreNotFound(s.capa(ctx, &infra.Items[i])); err != nil {
+		if err := client.IgnoreNotFound(s.reconcile(ctx, &infra.Items[i])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// actuate is the Machine API AWS controller: paused unless the Machine API is authoritative,
-// otherwise finalizer, an instance (providerID) and phase Running; deletion lets go.
-func (s *awsStandIn) actuate(ctx context.Context, m *machinev1beta1.Machine) error {
-	active := m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI
-	if !m.DeletionTimestamp.IsZero() {
-		if !active || !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) {
-			return nil
-		}
-		base := m.DeepCopy()
-		controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)
-		return s.e.Client.Patch(ctx, m, client.MergeFrom(base))
-	}
-	if active && (!controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) || m.Spec.ProviderID == nil) {
-		base := m.DeepCopy()
-		controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer)
-		if m.Spec.ProviderID == nil {
-			id := fmt.Sprintf("i-%x", sha256.Sum256([]byte(m.UID)))[:19]
-			m.Spec.ProviderID = ptr.To(fmt.Sprintf("aws:///%s/%s", s.zone, id))
-			s.mu.Lock()
-			s.launched[id] = true
-			s.mu.Unlock()
-		}
-		if err := s.e.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return err
-		}
-	}
-	base := m.DeepCopy()
-	cond := machinev1beta1.Condition{Type: gate.PausedCondition, Status: corev1.ConditionTrue, Reason: gate.AuthoritativeAPINotMachineAPIReason}
-	if active {
-		cond.Status, cond.Reason = corev1.ConditionFalse, gate.AuthoritativeAPIMachineAPIReason
-		if m.Spec.ProviderID != nil {
-			m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
-		}
-	}
-	changed := mapicond.Set(&m.Status.Conditions, cond)
-	if !changed && (!active || base.Status.Phase != nil) {
-		return nil
-	}
-	return s.e.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-}
-
-// capa is the Cluster API AWS provider: it acts only on unpaused AWSMachines, adding its
-// finalizer and reporting the instance ready; a deleted AWSMachine lets go.
-func (s *awsStandIn) capa(ctx context.Context, m *capav1.AWSMachine) error {
+// reconcile acts only on unpaused AWSMachines, adding CAPA's finalizer and reporting the
+// instance; a deleted AWSMachine lets go.
+func (s *capaStandIn) reconcile(ctx context.Context, m *capav1.AWSMachine) error {
 	_, paused := m.Annotations[clusterv1.PausedAnnotation]
 	// CAPA v2's paused helper: a change of the Paused condition (v1beta1 form) is stored on
 	// its own, and the pass ends there.
@@ -159,9 +90,17 @@ func (s *awsStandIn) capa(ctx context.Context, m *capav1.AWSMachine) error {
 	if m.Status.Ready || m.Spec.ProviderID == nil {
 		return nil
 	}
+	inst, err := s.e.Cloud.GetInstance(ctx, path.Base(*m.Spec.ProviderID))
+	if err != nil || inst.State != api.StateRunning {
+		return err
+	}
 	base = m.DeepCopy()
 	m.Status.Ready = true
 	m.Status.InstanceState = ptr.To(capav1.InstanceStateRunning)
+	m.Status.Addresses = []clusterv1beta1.MachineAddress{
+		{Type: clusterv1beta1.MachineInternalIP, Address: inst.PrivateIP},
+		{Type: clusterv1beta1.MachineInternalDNS, Address: inst.Hostname},
+	}
 	return s.e.Client.Status().Patch(ctx, m, client.MergeFrom(base))
 }
 

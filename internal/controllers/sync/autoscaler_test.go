@@ -39,19 +39,19 @@ func clientAs(t *testing.T, e *testenv.Env, user string, groups ...string) clien
 // A replicas change written to the Cluster API MachineSet by the cluster autoscaler's identity
 // is mirrored onto the authoritative Machine API MachineSet; writes by anyone else are still
 // overwritten by the sync, or refused by admission.
-func testAutoscalerReplicas(t *testing.T) {
+func testAutoscalerReplicas(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachineSet("scaled", 1)); err != nil {
+	if err := e.Client.Create(ctx, p.machineSet(p.name("scaled"), 1)); err != nil {
 		t.Fatal(err)
 	}
 	waitCounts := func(what string, replicas int32) {
 		e.Eventually(120*time.Second, what, func(ctx context.Context) (bool, string, error) {
-			m, c, err := getMS(ctx, e, "scaled")
+			m, c, err := getMS(ctx, e, p.name("scaled"))
 			if err != nil {
 				return false, err.Error(), nil
 			}
-			nm, nc, desc := countBoth(ctx, e, "scaled")
+			nm, nc, desc := countBoth(ctx, e, p.name("scaled"))
 			return ptr.Deref(m.Spec.Replicas, -1) == replicas && ptr.Deref(c.Spec.Replicas, -1) == replicas &&
 					nm == int(replicas) && nc == int(replicas) && m.Status.SynchronizedGeneration == m.Generation,
 				fmt.Sprintf("mapi replicas %d capi replicas %d machines:%s", ptr.Deref(m.Spec.Replicas, -1), ptr.Deref(c.Spec.Replicas, -1), desc), nil
@@ -59,7 +59,7 @@ func testAutoscalerReplicas(t *testing.T) {
 	}
 	waitCounts("one mirrored Machine", 1)
 	autoscaler := clientAs(t, e, autoscalerUser, "system:serviceaccounts", "system:serviceaccounts:openshift-machine-api", "system:masters")
-	capiKey := client.ObjectKey{Namespace: capiNS, Name: "scaled"}
+	capiKey := client.ObjectKey{Namespace: capiNS, Name: p.name("scaled")}
 
 	t.Run("AutoscalerWriteMirroredAndMachineAPIScales", func(t *testing.T) {
 		c := &clusterv1.MachineSet{}
@@ -76,7 +76,7 @@ func testAutoscalerReplicas(t *testing.T) {
 		}
 		waitCounts("the Machine API MachineSet scaled up to the autoscaler's 2", 2)
 		// Through the scale subresource, as the autoscaler really does it.
-		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "scaled"}, Spec: autoscalingv1.ScaleSpec{Replicas: 1}}
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("scaled")}, Spec: autoscalingv1.ScaleSpec{Replicas: 1}}
 		if err := autoscaler.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(scale), client.FieldOwner(autoscalerManager)); err != nil {
 			t.Fatalf("the autoscaler's scale was refused: %v", err)
 		}
@@ -84,7 +84,7 @@ func testAutoscalerReplicas(t *testing.T) {
 	})
 
 	t.Run("AdministratorWriteOverwritten", func(t *testing.T) {
-		m, _, err := getMS(ctx, e, "scaled")
+		m, _, err := getMS(ctx, e, p.name("scaled"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,19 +96,19 @@ func testAutoscalerReplicas(t *testing.T) {
 		if err := admin.Get(ctx, capiKey, c); err != nil {
 			t.Fatal(err)
 		}
-		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "scaled"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("scaled")}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
 		if err := admin.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(scale), client.FieldOwner("kubectl-scale")); err != nil {
 			t.Fatal(err)
 		}
 		e.Eventually(60*time.Second, "the administrator's replicas overwritten from the Machine API", func(ctx context.Context) (bool, string, error) {
-			m, c, err := getMS(ctx, e, "scaled")
+			m, c, err := getMS(ctx, e, p.name("scaled"))
 			if err != nil {
 				return false, err.Error(), nil
 			}
 			return ptr.Deref(c.Spec.Replicas, -1) == 1 && ptr.Deref(m.Spec.Replicas, -1) == 1,
 				fmt.Sprintf("capi %d mapi %d", ptr.Deref(c.Spec.Replicas, -1), ptr.Deref(m.Spec.Replicas, -1)), nil
 		})
-		if m, _, _ = getMS(ctx, e, "scaled"); m.Generation != generation {
+		if m, _, _ = getMS(ctx, e, p.name("scaled")); m.Generation != generation {
 			t.Fatalf("the Machine API MachineSet changed (generation %d -> %d) after an administrator scaled its mirror", generation, m.Generation)
 		}
 		waitCounts("still one Machine", 1)
@@ -123,13 +123,13 @@ func testAutoscalerReplicas(t *testing.T) {
 		c.Spec.Replicas = ptr.To[int32](5)
 		// Even claiming to be the autoscaler's field manager.
 		err := bob.Update(ctx, c, client.FieldOwner(autoscalerManager))
-		want := "spec: Forbidden: MachineSet scaled is a paused mirror of an authoritative Machine API resource"
+		want := "spec: Forbidden: MachineSet " + p.name("scaled") + " is a paused mirror of an authoritative Machine API resource"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("a random user's replicas write: %v; want it refused with %q", err, want)
 		}
 	})
 
-	m, _, _ := getMS(ctx, e, "scaled")
+	m, _, _ := getMS(ctx, e, p.name("scaled"))
 	if m != nil {
 		_ = e.Client.Delete(ctx, m)
 	}

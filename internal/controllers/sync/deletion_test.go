@@ -13,17 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
 // runningMirrored creates a Machine API-authoritative Machine and waits until it runs on an
 // instance and its paused Cluster API mirror exists; it returns the instance ID.
-func runningMirrored(t *testing.T, e *testenv.Env, name string) (*machinev1beta1.Machine, string) {
+func runningMirrored(t *testing.T, e *testenv.Env, p platform, name string) (*machinev1beta1.Machine, string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachine(name, "")); err != nil {
+	if err := e.Client.Create(ctx, p.mapiMachine(name, "")); err != nil {
 		t.Fatal(err)
 	}
 	var m *machinev1beta1.Machine
@@ -36,7 +35,7 @@ func runningMirrored(t *testing.T, e *testenv.Env, name string) (*machinev1beta1
 		return m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning && errC == nil,
 			fmt.Sprintf("phase %v mirror %v", m.Status.Phase, errC), nil
 	})
-	list := e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))
+	list := e.InstancesTagged(p.uidTag, string(m.UID))
 	if len(list) != 1 {
 		t.Fatalf("%d instances for %s", len(list), name)
 	}
@@ -110,13 +109,14 @@ func waitGoneOnceTerminated(t *testing.T, e *testenv.Env, name, instance string,
 
 // The sync finalizer lets deletions be synchronised and never leaves an object stuck,
 // including when one side is already gone and when both sides' controllers added finalizers.
-func testDeletionFinalizers(t *testing.T) {
+func testDeletionFinalizers(t *testing.T, p platform) {
 	ctx := context.Background()
 	t.Run("BothControllersFinalizers_BothCopiesGo_InstanceDeletedOnce", func(t *testing.T) {
 		e := env.For(t)
-		m, instance := runningMirrored(t, e, "fin-both")
-		addCAPIFinalizer(t, e, "fin-both")
-		c, _ := getCAPI(ctx, e, "fin-both")
+		name := p.name("fin-both")
+		m, instance := runningMirrored(t, e, p, name)
+		addCAPIFinalizer(t, e, name)
+		c, _ := getCAPI(ctx, e, name)
 		for _, f := range []string{machinev1beta1.MachineFinalizer, synccommon.SyncFinalizer} {
 			if !controllerutil.ContainsFinalizer(m, f) {
 				t.Fatalf("Machine API copy lacks %s: %v", f, m.Finalizers)
@@ -134,12 +134,13 @@ func testDeletionFinalizers(t *testing.T) {
 		if err := e.Client.Delete(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		waitGoneOnceTerminated(t, e, "fin-both", instance, before)
+		waitGoneOnceTerminated(t, e, name, instance, before)
 	})
 
 	t.Run("MirrorAlreadyGone_MachineAPICopyDeleted", func(t *testing.T) {
 		e := env.For(t)
-		m, instance := runningMirrored(t, e, "fin-no-capi")
+		name := p.name("fin-no-capi")
+		m, instance := runningMirrored(t, e, p, name)
 		before, err := e.Cloud.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +148,7 @@ func testDeletionFinalizers(t *testing.T) {
 		// With the controllers down, the mirror is removed for good by hand, then the Machine
 		// API copy is deleted.
 		e.StopManager()
-		c, _ := getCAPI(ctx, e, "fin-no-capi")
+		c, _ := getCAPI(ctx, e, name)
 		if err := e.Client.Delete(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -156,13 +157,14 @@ func testDeletionFinalizers(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.StartManager()
-		waitGoneOnceTerminated(t, e, "fin-no-capi", instance, before)
+		waitGoneOnceTerminated(t, e, name, instance, before)
 	})
 
 	t.Run("AuthoritativeCopyAlreadyGone_MirrorDeletedNotStuck", func(t *testing.T) {
 		e := env.For(t)
-		m, instance := runningMirrored(t, e, "fin-no-mapi")
-		addCAPIFinalizer(t, e, "fin-no-mapi")
+		name := p.name("fin-no-mapi")
+		m, instance := runningMirrored(t, e, p, name)
+		addCAPIFinalizer(t, e, name)
 		before, err := e.Cloud.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -175,6 +177,6 @@ func testDeletionFinalizers(t *testing.T) {
 		}
 		stripFinalizers(t, e, m, synccommon.SyncFinalizer)
 		e.StartManager()
-		waitGoneOnceTerminated(t, e, "fin-no-mapi", instance, before)
+		waitGoneOnceTerminated(t, e, name, instance, before)
 	})
 }

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -40,20 +39,12 @@ var env *testenv.Env
 
 func seedCluster(t *testing.T, e *testenv.Env) { e.SeedCluster(cluster) }
 
-func simSpec(region, zone string) *runtime.RawExtension {
+func simSpecOf(region, zone, instanceType string) *runtime.RawExtension {
 	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
 		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:   region, Zone: zone, InstanceType: "s1.large", Image: "sim-rhcos-9",
+		Region:   region, Zone: zone, InstanceType: instanceType, Image: "sim-rhcos-9",
 		UserDataSecret: &corev1.LocalObjectReference{Name: "worker-user-data"}})
 	return &runtime.RawExtension{Raw: raw}
-}
-
-func mapiMachine(name string, authority machinev1beta1.MachineAuthority) *machinev1beta1.Machine {
-	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS,
-		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cluster}},
-		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: simSpec("sim-east-1", "sim-east-1b")}}}
-	m.Spec.AuthoritativeAPI = authority
-	return m
 }
 
 func getMAPI(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.Machine, error) {
@@ -88,73 +79,94 @@ func waitSynchronized(t *testing.T, e *testenv.Env, name string) *machinev1beta1
 	return m
 }
 
+// TestSync runs the sync controllers in one lab for both platforms (see platform). Every
+// subtest about Machines and MachineSets — whose conversion, InfraMachine and
+// InfraMachineTemplate mirrors, pause and finalizers depend on the platform — runs once per
+// platform (sim, aws) as nested subtests, on objects told apart by name prefix. The Machine API
+// side of both platforms is provisioned by its real actuator (the simulated provider's, and the
+// AWS actuator of group "aws" through the simulated cloud's EC2 front). No Cluster API
+// infrastructure provider runs in this suite (it runs no Cluster API controllers), so nothing
+// writes an InfraMachine's provider fields here; the migration suite, which needs them on AWS,
+// writes them from the test. The MachineHealthCheck subtests involve no platform and run once.
 func TestSync(t *testing.T) {
-	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sync"})
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync", EC2: true})
 	seedCluster(t, env)
-	t.Run("MachineAPIAuthoritativeNoMirror_CreatesPausedMirror", testMirrorCreated)
-	t.Run("UnconvertibleField_SynchronizedFalseNoPartialWrites", testUnconvertible)
-	t.Run("ClusterAPIAuthoritativeNoMirror_CreatesUnpausedCopy", testClusterAPIFromBirth)
-	t.Run("ActiveClusterAPIMachineFirst_StaysClusterAPIAndSyncsFromIt", testMirrorExists)
-	t.Run("PausedMirrorFirst_SpecMachineAPIIsAuthoritative", testPausedMirrorFirst)
-	t.Run("CAPIMirrorDeletedWhileMachineAPIAuthoritative_Recreated", testCAPIDeletedRecreated)
-	t.Run("NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted)
-	t.Run("MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror)
-	t.Run("NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted)
-	t.Run("ClusterAPIAuthoritativeMachineSetDeleted_MachineAPIMachinesKeepRunning", testClusterAPIMachineSetDeletedMachinesKept)
-	t.Run("PausedMachineSetMirrorDeleted_RecreatedMachinesKept", testMachineSetMirrorDeleted)
+	setUpAWS(t, env)
+	perPlatform := func(f func(*testing.T, platform)) func(*testing.T) {
+		return func(t *testing.T) { eachPlatform(t, f) }
+	}
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, platform)
+	}{
+		{"MachineAPIAuthoritativeNoMirror_CreatesPausedMirror", testMirrorCreated},
+		{"UnconvertibleField_SynchronizedFalseNoPartialWrites", testUnconvertible},
+		{"ClusterAPIAuthoritativeNoMirror_CreatesUnpausedCopy", testClusterAPIFromBirth},
+		{"ActiveClusterAPIMachineFirst_StaysClusterAPIAndSyncsFromIt", testMirrorExists},
+		{"PausedMirrorFirst_SpecMachineAPIIsAuthoritative", testPausedMirrorFirst},
+		{"CAPIMirrorDeletedWhileMachineAPIAuthoritative_Recreated", testCAPIDeletedRecreated},
+		{"NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted},
+		{"MachineSetMirror_TemplatesByHash_CascadingDelete", testMachineSetMirror},
+		{"NonAuthoritativeMachineSetDeleted_CAPIKeepsRunning", testNonAuthoritativeMachineSetDeleted},
+		{"ClusterAPIAuthoritativeMachineSetDeleted_MachineAPIMachinesKeepRunning", testClusterAPIMachineSetDeletedMachinesKept},
+		{"PausedMachineSetMirrorDeleted_RecreatedMachinesKept", testMachineSetMirrorDeleted},
+		{"OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState},
+		{"DeletionFinalizers_NeverStuck", testDeletionFinalizers},
+		{"LabelAnnotationRemoval_Machine", testMetadataRemovalMachine},
+		{"LabelAnnotationRemoval_MachineSet", testMetadataRemovalMachineSet},
+		{"AutoscalerReplicasMirrored", testAutoscalerReplicas},
+		{"ClusterAPIAuthoritativeWithMirror_MachineAPITakesClusterAPISpec", testClusterAPIWithMirror},
+		{"ClusterAPIMachineSetFirst_SyncFinalizerOnBothDeletionCarried", testClusterAPIMachineSetFirst},
+		{"CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone},
+		{"TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI},
+	} {
+		t.Run(c.name, perPlatform(c.f))
+	}
 	t.Run("PausedMachineHealthCheckMirrorDeleted_Recreated", testMHCMirrorDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
-	t.Run("OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState)
-	t.Run("DeletionFinalizers_NeverStuck", testDeletionFinalizers)
-	t.Run("LabelAnnotationRemoval_Machine", testMetadataRemovalMachine)
-	t.Run("LabelAnnotationRemoval_MachineSet", testMetadataRemovalMachineSet)
 	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
-	t.Run("AutoscalerReplicasMirrored", testAutoscalerReplicas)
-	t.Run("ClusterAPIAuthoritativeWithMirror_MachineAPITakesClusterAPISpec", testClusterAPIWithMirror)
-	t.Run("ClusterAPIMachineSetFirst_SyncFinalizerOnBothDeletionCarried", testClusterAPIMachineSetFirst)
-	t.Run("CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone)
-	t.Run("TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI)
 }
 
-func testMirrorCreated(t *testing.T) {
+func testMirrorCreated(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	m := mapiMachine("mirror", "")
+	name := p.name("mirror")
+	m := p.machine(name, "", p.zones[1], p.types[1])
 	if err := e.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	m = waitSynchronized(t, e, "mirror")
+	m = waitSynchronized(t, e, name)
 	if m.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityMachineAPI || m.Status.SynchronizedGeneration != m.Generation {
 		t.Errorf("authority %q synchronizedGeneration %d generation %d", m.Status.AuthoritativeAPI, m.Status.SynchronizedGeneration, m.Generation)
 	}
-	capi, err := getCAPI(ctx, e, "mirror")
+	capi, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; !paused || !controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
 		t.Errorf("mirror must be paused and carry the sync finalizer: %v %v", capi.Annotations, capi.Finalizers)
 	}
-	if capi.Spec.ClusterName != cluster || capi.Spec.FailureDomain != "sim-east-1b" || capi.Spec.InfrastructureRef.Kind != "SimMachine" {
+	if capi.Spec.ClusterName != cluster || capi.Spec.FailureDomain != p.zones[1] || capi.Spec.InfrastructureRef.Kind != p.provider.InfraMachine.Kind {
 		t.Errorf("mirror spec %+v", capi.Spec)
 	}
-	sm := &infrav1.SimMachine{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "mirror"}, sm); err != nil {
+	im, err := p.infraMachine(ctx, e, name)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, paused := sm.Annotations[clusterv1.PausedAnnotation]; !paused || sm.Spec.InstanceType != "s1.large" {
-		t.Errorf("SimMachine mirror: %v %+v", sm.Annotations, sm.Spec)
+	if _, paused := im.GetAnnotations()[clusterv1.PausedAnnotation]; !paused || instanceTypeOf(im, false) != p.types[1] {
+		t.Errorf("%s mirror: %v instance type %q", p.provider.InfraMachine.Kind, im.GetAnnotations(), instanceTypeOf(im, false))
 	}
 	// No sync finalizer on the InfraMachine (its Machine carries the deletion); the sync's mark
 	// tells admission it is a mirror.
-	if sm.Annotations[synccommon.MirrorOfAnnotation] != "Machine/mirror" || controllerutil.ContainsFinalizer(sm, synccommon.SyncFinalizer) {
-		t.Errorf("SimMachine mirror must be marked %s=Machine/mirror, without the sync finalizer: %v %v",
-			synccommon.MirrorOfAnnotation, sm.Annotations, sm.Finalizers)
+	if im.GetAnnotations()[synccommon.MirrorOfAnnotation] != "Machine/"+name || controllerutil.ContainsFinalizer(im, synccommon.SyncFinalizer) {
+		t.Errorf("%s mirror must be marked %s=Machine/%s, without the sync finalizer: %v %v", p.provider.InfraMachine.Kind,
+			synccommon.MirrorOfAnnotation, name, im.GetAnnotations(), im.GetFinalizers())
 	}
 
 	// Status flows from the authoritative side once the Machine API has provisioned it.
-	e.Eventually(60*time.Second, "status mirrored", func(ctx context.Context) (bool, string, error) {
-		capi, err := getCAPI(ctx, e, "mirror")
+	e.Eventually(90*time.Second, "status mirrored", func(ctx context.Context) (bool, string, error) {
+		capi, err := getCAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -164,9 +176,9 @@ func testMirrorCreated(t *testing.T) {
 
 	// Users cannot edit the paused copy (admission refuses); drift that gets past admission
 	// (here written by a kube-system identity, which the policy lets through) is overwritten.
-	capi, _ = getCAPI(ctx, e, "mirror")
+	capi, _ = getCAPI(ctx, e, name)
 	base := capi.DeepCopy()
-	capi.Spec.FailureDomain = "sim-east-1c"
+	capi.Spec.FailureDomain = p.zones[2]
 	if err := e.Client.Patch(ctx, capi, client.MergeFrom(base)); err == nil || !strings.Contains(err.Error(), "paused mirror") {
 		t.Fatalf("an administrator's edit of a paused mirror must be refused: %v", err)
 	}
@@ -182,67 +194,76 @@ func testMirrorCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Eventually(30*time.Second, "drift overwritten", func(ctx context.Context) (bool, string, error) {
-		capi, err := getCAPI(ctx, e, "mirror")
+		capi, err := getCAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return capi.Spec.FailureDomain == "sim-east-1b", capi.Spec.FailureDomain, nil
+		return capi.Spec.FailureDomain == p.zones[1], capi.Spec.FailureDomain, nil
 	})
 
 	// Deleting the authoritative Machine API copy deletes the mirror too, once the instance is gone.
-	m, _ = getMAPI(ctx, e, "mirror")
+	m, _ = getMAPI(ctx, e, name)
 	if err := e.Client.Delete(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(60*time.Second, "both copies gone", func(ctx context.Context) (bool, string, error) {
-		_, errM := getMAPI(ctx, e, "mirror")
-		_, errC := getCAPI(ctx, e, "mirror")
-		return apierrors.IsNotFound(errM) && apierrors.IsNotFound(errC), fmt.Sprintf("mapi: %v capi: %v", errM, errC), nil
+	e.Eventually(90*time.Second, "both copies gone", func(ctx context.Context) (bool, string, error) {
+		_, errM := getMAPI(ctx, e, name)
+		_, errC := getCAPI(ctx, e, name)
+		_, errI := p.infraMachine(ctx, e, name)
+		return apierrors.IsNotFound(errM) && apierrors.IsNotFound(errC) && apierrors.IsNotFound(errI),
+			fmt.Sprintf("mapi: %v capi: %v infra: %v", errM, errC, errI), nil
 	})
 }
 
-func testUnconvertible(t *testing.T) {
+func testUnconvertible(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	m := mapiMachine("elsewhere", "")
-	m.Spec.ProviderSpec.Value = simSpec("sim-west-1", "sim-west-1a") // the cluster is in sim-east-1
+	name := p.name("elsewhere")
+	m := p.machine(name, "", p.zones[0], p.types[1])
+	m.Spec.ProviderSpec.Value = p.unconvertible
 	if err := e.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "Synchronized=False naming the field", func(ctx context.Context) (bool, string, error) {
-		m, err := getMAPI(ctx, e, "elsewhere")
+		m, err := getMAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == synccommon.ConversionFailedReason &&
-			strings.Contains(c.Message, "spec.providerSpec.value.region"), synchronized(m), nil
+			strings.Contains(c.Message, p.unconvertibleField), synchronized(m), nil
 	})
-	if _, err := getCAPI(ctx, e, "elsewhere"); !apierrors.IsNotFound(err) {
+	if _, err := getCAPI(ctx, e, name); !apierrors.IsNotFound(err) {
 		t.Fatalf("a Cluster API copy was written for an unconvertible Machine: %v", err)
 	}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "elsewhere"}, &infrav1.SimMachine{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a SimMachine was written for an unconvertible Machine: %v", err)
+	if _, err := p.infraMachine(ctx, e, name); !apierrors.IsNotFound(err) {
+		t.Fatalf("a %s was written for an unconvertible Machine: %v", p.provider.InfraMachine.Kind, err)
 	}
-	m, _ = getMAPI(ctx, e, "elsewhere")
+	m, _ = getMAPI(ctx, e, name)
 	_ = e.Client.Delete(ctx, m)
 }
 
-func testClusterAPIFromBirth(t *testing.T) {
+func testClusterAPIFromBirth(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachine("born-capi", machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
+	name := p.name("born-capi")
+	if err := e.Client.Create(ctx, p.machine(name, machinev1beta1.MachineAuthorityClusterAPI, p.zones[1], p.types[1])); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(60*time.Second, "unpaused Cluster API copy", func(ctx context.Context) (bool, string, error) {
-		capi, err := getCAPI(ctx, e, "born-capi")
+	e.Eventually(60*time.Second, "unpaused Cluster API copy and InfraMachine", func(ctx context.Context) (bool, string, error) {
+		capi, err := getCAPI(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		im, err := p.infraMachine(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		_, paused := capi.Annotations[clusterv1.PausedAnnotation]
-		return !paused, fmt.Sprintf("annotations %v", capi.Annotations), nil
+		_, infraPaused := im.GetAnnotations()[clusterv1.PausedAnnotation]
+		return !paused && !infraPaused, fmt.Sprintf("annotations %v, %s %v", capi.Annotations, im.GetKind(), im.GetAnnotations()), nil
 	})
-	m, err := getMAPI(ctx, e, "born-capi")
+	m, err := getMAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,96 +275,83 @@ func testClusterAPIFromBirth(t *testing.T) {
 	}
 }
 
-func testMirrorExists(t *testing.T) {
+func testMirrorExists(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	// A Cluster API Machine and SimMachine made by hand, then a Machine API copy of the same name.
-	sm := &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Name: "existing", Namespace: capiNS},
-		Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}
-	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "existing", Namespace: capiNS,
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName, Kind: "SimMachine", Name: "existing"},
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")}}}
-	for _, o := range []client.Object{sm, capi} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Client.Create(ctx, mapiMachine("existing", "")); err != nil {
+	name := p.name("existing")
+	// A Cluster API Machine and InfraMachine made by hand (xlarge in the third zone), then a
+	// Machine API copy of the same name (large in the second zone).
+	p.handMadeCAPIMachine(t, e, name, false, nil)
+	if err := e.Client.Create(ctx, p.machine(name, "", p.zones[1], p.types[1])); err != nil {
 		t.Fatal(err)
 	}
 	var m *machinev1beta1.Machine
 	e.Eventually(60*time.Second, "Machine API copy synced from the Cluster API", func(ctx context.Context) (bool, string, error) {
 		var err error
-		if m, err = getMAPI(ctx, e, "existing"); err != nil {
+		if m, err = getMAPI(ctx, e, name); err != nil {
 			return false, err.Error(), nil
 		}
-		var ps infrav1.SimMachineProviderSpec
-		_ = json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &ps)
-		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && ps.InstanceType == "s1.xlarge" &&
-				ps.Zone == "sim-east-1c" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
-			fmt.Sprintf("authority %q providerSpec %+v %s", m.Status.AuthoritativeAPI, ps, synchronized(m)), nil
+		itype, zone := specFields(m.Spec.ProviderSpec.Value)
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && itype == p.types[2] &&
+				zone == p.zones[2] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
+			fmt.Sprintf("authority %q instance type %q zone %q %s", m.Status.AuthoritativeAPI, itype, zone, synchronized(m)), nil
 	})
-	got, err := getCAPI(ctx, e, "existing")
+	got, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, paused := got.Annotations[clusterv1.PausedAnnotation]; paused {
 		t.Errorf("the authoritative Cluster API Machine was paused")
 	}
+	if im, err := p.infraMachine(ctx, e, name); err != nil || pausedAnnotated(im) {
+		t.Errorf("the authoritative %s was paused or lost: %v %v", p.provider.InfraMachine.Kind, err, im.GetAnnotations())
+	}
 	if m.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityMachineAPI {
 		t.Errorf("spec.authoritativeAPI was rewritten to %q", m.Spec.AuthoritativeAPI)
 	}
 }
 
+func pausedAnnotated(o client.Object) bool {
+	_, ok := o.GetAnnotations()[clusterv1.PausedAnnotation]
+	return ok
+}
+
 // testPausedMirrorFirst: a paused Cluster API mirror left from before (its Machine API copy
 // deleted and created again, a restore) does not make the Cluster API authoritative against a
 // spec that says MachineAPI: the new Machine API spec wins and overwrites the stale mirror.
-func testPausedMirrorFirst(t *testing.T) {
+func testPausedMirrorFirst(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	sm := &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: capiNS,
-		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
-		Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}
-	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: capiNS,
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}, Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName, Kind: "SimMachine", Name: "stale"},
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")}}}
-	for _, o := range []client.Object{sm, capi} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Client.Create(ctx, mapiMachine("stale", machinev1beta1.MachineAuthorityMachineAPI)); err != nil {
+	name := p.name("stale")
+	p.handMadeCAPIMachine(t, e, name, true, nil)
+	if err := e.Client.Create(ctx, p.machine(name, machinev1beta1.MachineAuthorityMachineAPI, p.zones[1], p.types[1])); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "the mirror takes the Machine API spec", func(ctx context.Context) (bool, string, error) {
-		sm := &infrav1.SimMachine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "stale"}, sm); err != nil {
-			return false, err.Error(), nil
-		}
-		m, err := getMAPI(ctx, e, "stale")
+		im, err := p.infraMachine(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		var ps infrav1.SimMachineProviderSpec
-		_ = json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &ps)
-		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && ps.InstanceType == "s1.large" &&
-				sm.Spec.InstanceType == "s1.large" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
-			fmt.Sprintf("status %q spec instance type %q mirror %q %s", m.Status.AuthoritativeAPI, ps.InstanceType, sm.Spec.InstanceType, synchronized(m)), nil
+		m, err := getMAPI(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		itype, _ := specFields(m.Spec.ProviderSpec.Value)
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && itype == p.types[1] &&
+				instanceTypeOf(im, false) == p.types[1] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
+			fmt.Sprintf("status %q spec instance type %q mirror %q %s", m.Status.AuthoritativeAPI, itype, instanceTypeOf(im, false), synchronized(m)), nil
 	})
 }
 
-func testCAPIDeletedRecreated(t *testing.T) {
+func testCAPIDeletedRecreated(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachine("recreate", "")); err != nil {
+	name := p.name("recreate")
+	if err := e.Client.Create(ctx, p.mapiMachine(name, "")); err != nil {
 		t.Fatal(err)
 	}
-	waitSynchronized(t, e, "recreate")
-	capi, err := getCAPI(ctx, e, "recreate")
+	waitSynchronized(t, e, name)
+	capi, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,37 +360,38 @@ func testCAPIDeletedRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "mirror recreated", func(ctx context.Context) (bool, string, error) {
-		capi, err := getCAPI(ctx, e, "recreate")
+		capi, err := getCAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		return capi.UID != old && capi.DeletionTimestamp.IsZero(), string(capi.UID), nil
 	})
-	if _, err := getMAPI(ctx, e, "recreate"); err != nil {
+	if _, err := getMAPI(ctx, e, name); err != nil {
 		t.Fatalf("the authoritative Machine API Machine must stay: %v", err)
 	}
 }
 
-func testStandaloneMAPIDeleted(t *testing.T) {
+func testStandaloneMAPIDeleted(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachine("keep-capi", machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
+	name := p.name("keep-capi")
+	if err := e.Client.Create(ctx, p.mapiMachine(name, machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "copy exists", func(ctx context.Context) (bool, string, error) {
-		_, err := getCAPI(ctx, e, "keep-capi")
+		_, err := getCAPI(ctx, e, name)
 		return err == nil, fmt.Sprint(err), nil
 	})
-	m, _ := getMAPI(ctx, e, "keep-capi")
+	m, _ := getMAPI(ctx, e, name)
 	if err := e.Client.Delete(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "Machine API copy gone", func(ctx context.Context) (bool, string, error) {
-		_, err := getMAPI(ctx, e, "keep-capi")
+		_, err := getMAPI(ctx, e, name)
 		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 	})
 	time.Sleep(2 * time.Second)
-	capi, err := getCAPI(ctx, e, "keep-capi")
+	capi, err := getCAPI(ctx, e, name)
 	if err != nil || !capi.DeletionTimestamp.IsZero() {
 		t.Fatalf("the authoritative Cluster API Machine must keep running: %v %v", err, capi.DeletionTimestamp)
 	}

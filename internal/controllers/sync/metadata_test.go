@@ -91,37 +91,37 @@ func hasPaused(o client.Object) string {
 	return ""
 }
 
-func testMetadataRemovalMachine(t *testing.T) {
+func testMetadataRemovalMachine(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
 	t.Run("MachineAPIToClusterAPI", func(t *testing.T) {
 		e := env.For(t)
-		if err := e.Client.Create(ctx, mapiMachine("meta-m", "")); err != nil {
+		if err := e.Client.Create(ctx, p.mapiMachine(p.name("meta-m"), "")); err != nil {
 			t.Fatal(err)
 		}
-		waitSynchronized(t, e, "meta-m")
-		checkMetadataRemoval(t, e, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: "meta-m"}},
-			&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "meta-m"}}, hasPaused)
+		waitSynchronized(t, e, p.name("meta-m"))
+		checkMetadataRemoval(t, e, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: p.name("meta-m")}},
+			&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("meta-m")}}, hasPaused)
 	})
 	t.Run("ClusterAPIToMachineAPI", func(t *testing.T) {
 		e := env.For(t)
-		if err := e.Client.Create(ctx, mapiMachine("meta-m-capi", machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
+		if err := e.Client.Create(ctx, p.mapiMachine(p.name("meta-m-capi"), machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
 			t.Fatal(err)
 		}
-		waitSynchronized(t, e, "meta-m-capi")
-		checkMetadataRemoval(t, e, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "meta-m-capi"}},
-			&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: "meta-m-capi"}}, nil)
+		waitSynchronized(t, e, p.name("meta-m-capi"))
+		checkMetadataRemoval(t, e, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("meta-m-capi")}},
+			&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: p.name("meta-m-capi")}}, nil)
 	})
-	for _, n := range []string{"meta-m", "meta-m-capi"} {
+	for _, n := range []string{p.name("meta-m"), p.name("meta-m-capi")} {
 		_ = e.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: n}})
 	}
 }
 
-func testMetadataRemovalMachineSet(t *testing.T) {
+func testMetadataRemovalMachineSet(t *testing.T, p platform) {
 	ctx := context.Background()
 	t.Run("MachineAPIToClusterAPI", func(t *testing.T) {
 		e := env.For(t)
-		ms := mapiMachineSet("meta-ms", 0)
+		ms := p.machineSet(p.name("meta-ms"), 0)
 		tl := map[string]string{"tier": "web"} // beyond the selector's labels
 		for k, v := range ms.Spec.Selector.MatchLabels {
 			tl[k] = v
@@ -131,7 +131,7 @@ func testMetadataRemovalMachineSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Eventually(60*time.Second, "mirror with the template label", func(ctx context.Context) (bool, string, error) {
-			_, c, err := getMS(ctx, e, "meta-ms")
+			_, c, err := getMS(ctx, e, p.name("meta-ms"))
 			if err != nil {
 				return false, err.Error(), nil
 			}
@@ -139,14 +139,14 @@ func testMetadataRemovalMachineSet(t *testing.T) {
 		})
 		// The template's metadata is part of the spec the sync overwrites: removing a key there
 		// removes it from the mirror's template.
-		m, _, _ := getMS(ctx, e, "meta-ms")
+		m, _, _ := getMS(ctx, e, p.name("meta-ms"))
 		base := m.DeepCopy()
 		delete(m.Spec.Template.ObjectMeta.Labels, "tier")
 		if err := e.Client.Patch(ctx, m, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
-		checkMetadataRemoval(t, e, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: "meta-ms"}},
-			&clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "meta-ms"}}, func(o client.Object) string {
+		checkMetadataRemoval(t, e, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: p.name("meta-ms")}},
+			&clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("meta-ms")}}, func(o client.Object) string {
 				if _, ok := o.(*clusterv1.MachineSet).Spec.Template.Labels["tier"]; ok {
 					return "template label tier still mirrored"
 				}
@@ -156,17 +156,17 @@ func testMetadataRemovalMachineSet(t *testing.T) {
 	})
 	t.Run("ClusterAPIToMachineAPI", func(t *testing.T) {
 		e := env.For(t)
-		ms := mapiMachineSet("meta-ms-capi", 0)
+		ms := p.machineSet(p.name("meta-ms-capi"), 0)
 		ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 		if err := e.Client.Create(ctx, ms); err != nil {
 			t.Fatal(err)
 		}
 		e.Eventually(60*time.Second, "Cluster API copy", func(ctx context.Context) (bool, string, error) {
-			_, _, err := getMS(ctx, e, "meta-ms-capi")
+			_, _, err := getMS(ctx, e, p.name("meta-ms-capi"))
 			return err == nil, fmt.Sprint(err), nil
 		})
-		checkMetadataRemoval(t, e, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "meta-ms-capi"}},
-			&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: "meta-ms-capi"}}, nil)
+		checkMetadataRemoval(t, e, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: p.name("meta-ms-capi")}},
+			&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: p.name("meta-ms-capi")}}, nil)
 		_ = e.Client.Delete(ctx, ms)
 	})
 }

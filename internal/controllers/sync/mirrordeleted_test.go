@@ -16,13 +16,13 @@ import (
 // testMachineSetMirrorDeleted: deleting the paused Cluster API mirror of a Machine API
 // authoritative MachineSet — with background or foreground cascading — never acts on it: the
 // mirror is recreated, no Machine of either API is deleted and no instance is terminated.
-func testMachineSetMirrorDeleted(t *testing.T) {
+func testMachineSetMirrorDeleted(t *testing.T, p platform) {
 	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
 		t.Run(string(policy), func(t *testing.T) {
 			e := env.For(t)
 			ctx := context.Background()
-			name := "mirror-gone-" + map[metav1.DeletionPropagation]string{metav1.DeletePropagationBackground: "bg", metav1.DeletePropagationForeground: "fg"}[policy]
-			if err := e.Client.Create(ctx, mapiMachineSet(name, 2)); err != nil {
+			name := p.name("mirror-gone-") + map[metav1.DeletionPropagation]string{metav1.DeletePropagationBackground: "bg", metav1.DeletePropagationForeground: "fg"}[policy]
+			if err := e.Client.Create(ctx, p.machineSet(name, 2)); err != nil {
 				t.Fatal(err)
 			}
 			var mapiUIDs []types.UID

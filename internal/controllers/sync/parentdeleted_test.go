@@ -52,11 +52,11 @@ func (w *warningsSeen) all() []string {
 // the Machines the Machine API runs are let go and keep running, their instances untouched, and
 // the Cluster API MachineSet keeps its Machines. A foreground deletion, which would have the
 // garbage collector delete those Machines first, is refused.
-func testClusterAPIMachineSetDeletedMachinesKept(t *testing.T) {
+func testClusterAPIMachineSetDeletedMachinesKept(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	const name = "mixed"
-	if err := e.Client.Create(ctx, mapiMachineSet(name, 2)); err != nil {
+	name := p.name("mixed")
+	if err := e.Client.Create(ctx, p.machineSet(name, 2)); err != nil {
 		t.Fatal(err)
 	}
 	machines := waitRunningMachines(t, e, name, 2)
@@ -82,7 +82,7 @@ func testClusterAPIMachineSetDeletedMachinesKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = admin.Delete(ctx, ms, client.PropagationPolicy(metav1.DeletePropagationForeground))
-	if err == nil || !strings.Contains(err.Error(), "propagationPolicy: Forbidden: MachineSet mixed is a mirror of an authoritative Cluster API MachineSet") {
+	if err == nil || !strings.Contains(err.Error(), "propagationPolicy: Forbidden: MachineSet "+name+" is a mirror of an authoritative Cluster API MachineSet") {
 		t.Fatalf("a foreground deletion must be refused: %v", err)
 	}
 	w.reset() // the refused request was warned about too

@@ -2,78 +2,50 @@ package sync_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// handMadeCAPIMachine creates a Cluster API Machine and its SimMachine (instance type
-// s1.xlarge, zone sim-east-1c), optionally owned by a Cluster API MachineSet.
-func handMadeCAPIMachine(t *testing.T, ctx context.Context, c client.Client, name string, owner *clusterv1.MachineSet) {
-	t.Helper()
-	sm := &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS},
-		Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS,
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName, Kind: "SimMachine", Name: name},
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")}}}
-	if owner != nil {
-		m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, clusterv1.GroupVersion.WithKind("MachineSet"))}
-		for k, v := range owner.Spec.Template.Labels {
-			m.Labels[k] = v
-		}
-	}
-	for _, o := range []client.Object{sm, m} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // Row: MAPI Machine, ClusterAPI, created, mirror exists → the Cluster API spec is synced
 // onto it (its own providerSpec is replaced, nothing is written to the Cluster API copy).
-func testClusterAPIWithMirror(t *testing.T) {
+func testClusterAPIWithMirror(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	handMadeCAPIMachine(t, ctx, e.Client, "adopted", nil)
-	before, err := getCAPI(ctx, e, "adopted")
+	name := p.name("adopted")
+	p.handMadeCAPIMachine(t, e, name, false, nil)
+	before, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Client.Create(ctx, mapiMachine("adopted", machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
+	if err := e.Client.Create(ctx, p.mapiMachine(name, machinev1beta1.MachineAuthorityClusterAPI)); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "Machine API copy takes the Cluster API spec", func(ctx context.Context) (bool, string, error) {
-		m, err := getMAPI(ctx, e, "adopted")
+		m, err := getMAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		var ps infrav1.SimMachineProviderSpec
-		_ = json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &ps)
-		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && ps.InstanceType == "s1.xlarge" && ps.Zone == "sim-east-1c" &&
+		itype, zone := specFields(m.Spec.ProviderSpec.Value)
+		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && itype == p.types[2] && zone == p.zones[2] &&
 				mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
-			fmt.Sprintf("authority %q providerSpec %+v %s", m.Status.AuthoritativeAPI, ps, synchronized(m)), nil
+			fmt.Sprintf("authority %q instance type %q zone %q %s", m.Status.AuthoritativeAPI, itype, zone, synchronized(m)), nil
 	})
-	after, err := getCAPI(ctx, e, "adopted")
+	after, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Generation != before.Generation || after.Spec.FailureDomain != "sim-east-1c" {
+	if after.Generation != before.Generation || after.Spec.FailureDomain != p.zones[2] {
 		t.Errorf("the authoritative Cluster API spec changed: generation %d → %d, failureDomain %q", before.Generation, after.Generation, after.Spec.FailureDomain)
 	}
 	if _, paused := after.Annotations[clusterv1.PausedAnnotation]; paused {
@@ -84,7 +56,7 @@ func testClusterAPIWithMirror(t *testing.T) {
 	// deleting the authoritative Cluster API Machine deletes its Machine API copy instead of
 	// the sync creating the Cluster API Machine again from it.
 	e.Eventually(30*time.Second, "sync finalizer on the Cluster API Machine", func(ctx context.Context) (bool, string, error) {
-		c, err := getCAPI(ctx, e, "adopted")
+		c, err := getCAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -93,7 +65,7 @@ func testClusterAPIWithMirror(t *testing.T) {
 	if err := e.Client.Delete(ctx, after); err != nil {
 		t.Fatal(err)
 	}
-	waitPairGone(t, e, "adopted", &machinev1beta1.Machine{}, &clusterv1.Machine{})
+	waitPairGone(t, e, name, &machinev1beta1.Machine{}, &clusterv1.Machine{})
 }
 
 // waitPairGone waits until neither copy of name exists (mapi and capi are empty objects of the
@@ -111,31 +83,12 @@ func waitPairGone(t *testing.T, e *testenv.Env, name string, mapi, capi client.O
 // Row: a Machine API MachineSet created ClusterAPI-authoritative for an existing Cluster API
 // MachineSet takes its spec, and the Cluster API MachineSet gets the sync finalizer, so its
 // deletion reaches the Machine API copy instead of the sync creating it again.
-func testClusterAPIMachineSetFirst(t *testing.T) {
+func testClusterAPIMachineSetFirst(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	const name = "capi-first"
-	tmpl := &infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name + "-tmpl", Namespace: capiNS},
-		Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
-			Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.xlarge", Image: "sim-rhcos-9"}}}}}
-	// The selector the Machine API copy below has (mapiMachineSet): a selector is immutable on
-	// both APIs, so a copy made for an existing MachineSet must select the same Machines.
-	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": name}
-	cms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS,
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSetSpec{ClusterName: cluster, Replicas: ptr.To[int32](0),
-			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
-				Spec: clusterv1.MachineSpec{ClusterName: cluster, FailureDomain: "sim-east-1c",
-					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-user-data")},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupName,
-						Kind: "SimMachineTemplate", Name: tmpl.Name}}}}}
-	for _, o := range []client.Object{tmpl, cms} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ms := mapiMachineSet(name, 0)
+	name := p.name("capi-first")
+	cms := p.handMadeCAPIMachineSet(t, e, name)
+	ms := p.machineSet(name, 0)
 	ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
@@ -145,11 +98,10 @@ func testClusterAPIMachineSetFirst(t *testing.T) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		var ps infrav1.SimMachineProviderSpec
-		_ = json.Unmarshal(m.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps)
-		return ps.InstanceType == "s1.xlarge" && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+		itype, _ := specFields(m.Spec.Template.Spec.ProviderSpec.Value)
+		return itype == p.types[2] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
 				controllerutil.ContainsFinalizer(m, synccommon.SyncFinalizer) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer),
-			fmt.Sprintf("instance type %q, %s, finalizers %v / %v", ps.InstanceType, mapiCond(m.Status.Conditions), m.Finalizers, c.Finalizers), nil
+			fmt.Sprintf("instance type %q, %s, finalizers %v / %v", itype, mapiCond(m.Status.Conditions), m.Finalizers, c.Finalizers), nil
 	})
 	if err := e.Client.Delete(ctx, cms); err != nil {
 		t.Fatal(err)
@@ -168,19 +120,20 @@ func mapiCond(conds []machinev1beta1.Condition) string {
 // Row: a Cluster API Machine created with no Machine API mirror lives on its own, unless its
 // MachineSet has a Machine API mirror: then a ClusterAPI-authoritative Machine API Machine is
 // created for it.
-func testCAPIMachineAlone(t *testing.T) {
+func testCAPIMachineAlone(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
+	owned, loner, x1 := p.name("capi-owned"), p.name("loner"), p.name("capi-owned-x1")
 
 	// A MachineSet that the Cluster API owns from birth, so its mirror exists and is unpaused.
-	ms := mapiMachineSet("capi-owned", 0)
+	ms := p.machineSet(owned, 0)
 	ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
 	var capiMS *clusterv1.MachineSet
 	e.Eventually(60*time.Second, "Cluster API MachineSet mirror", func(ctx context.Context) (bool, string, error) {
-		_, c, err := getMS(ctx, e, "capi-owned")
+		_, c, err := getMS(ctx, e, owned)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -188,11 +141,11 @@ func testCAPIMachineAlone(t *testing.T) {
 		return true, "", nil
 	})
 
-	handMadeCAPIMachine(t, ctx, e.Client, "loner", nil)
-	handMadeCAPIMachine(t, ctx, e.Client, "capi-owned-x1", capiMS)
+	p.handMadeCAPIMachine(t, e, loner, false, nil)
+	p.handMadeCAPIMachine(t, e, x1, false, capiMS)
 
 	e.Eventually(60*time.Second, "a Machine API copy for the MachineSet's Machine", func(ctx context.Context) (bool, string, error) {
-		m, err := getMAPI(ctx, e, "capi-owned-x1")
+		m, err := getMAPI(ctx, e, x1)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -202,31 +155,32 @@ func testCAPIMachineAlone(t *testing.T) {
 	})
 	// The copy above was made after "loner" was created, by the same controller; "loner" has
 	// had its turn and must still be alone.
-	if _, err := getMAPI(ctx, e, "loner"); !apierrors.IsNotFound(err) {
+	if _, err := getMAPI(ctx, e, loner); !apierrors.IsNotFound(err) {
 		t.Fatalf("a standalone Cluster API Machine got a Machine API copy (err %v)", err)
 	}
-	loner, err := getCAPI(ctx, e, "loner")
+	alone, err := getCAPI(ctx, e, loner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, paused := loner.Annotations[clusterv1.PausedAnnotation]; paused || len(loner.Finalizers) > 0 && loner.Finalizers[0] == synccommon.SyncFinalizer {
-		t.Errorf("the standalone Cluster API Machine was touched: annotations %v finalizers %v", loner.Annotations, loner.Finalizers)
+	if pausedAnnotated(alone) || controllerutil.ContainsFinalizer(alone, synccommon.SyncFinalizer) {
+		t.Errorf("the standalone Cluster API Machine was touched: annotations %v finalizers %v", alone.Annotations, alone.Finalizers)
 	}
 }
 
 // Row: a Machine API MachineSet whose template says ClusterAPI creates Machines that are
 // Cluster API-authoritative from birth, with unpaused Cluster API mirrors.
-func testTemplateClusterAPI(t *testing.T) {
+func testTemplateClusterAPI(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	ms := mapiMachineSet("born-capi", 1)
+	name := p.name("born-capi")
+	ms := p.machineSet(name, 1)
 	ms.Spec.Template.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(90*time.Second, "a ClusterAPI-authoritative Machine with an unpaused mirror", func(ctx context.Context) (bool, string, error) {
 		var list machinev1beta1.MachineList
-		if err := e.Client.List(ctx, &list, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "born-capi"}); err != nil {
+		if err := e.Client.List(ctx, &list, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": name}); err != nil {
 			return false, "", err
 		}
 		if len(list.Items) != 1 {
@@ -246,7 +200,7 @@ func testTemplateClusterAPI(t *testing.T) {
 	// The Machine API MachineSet itself stays with the Machine API (only its Machines are born
 	// Cluster API-owned), so its own mirror is paused.
 	e.Eventually(30*time.Second, "the MachineSet mirror paused", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getMS(ctx, e, "born-capi")
+		m, c, err := getMS(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}

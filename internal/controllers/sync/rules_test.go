@@ -13,7 +13,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -40,15 +39,15 @@ func countBoth(ctx context.Context, e *testenv.Env, set string) (int, int, strin
 }
 
 // Rows of the creation and deletion table about owned Machines, and the steady state.
-func testOwnedDeletionsAndSteadyState(t *testing.T) {
+func testOwnedDeletionsAndSteadyState(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, mapiMachineSet("owned", 2)); err != nil {
+	if err := e.Client.Create(ctx, p.machineSet(p.name("owned"), 2)); err != nil {
 		t.Fatal(err)
 	}
 	waitCount := func(what string, wantM, wantC int) {
 		e.Eventually(90*time.Second, what, func(ctx context.Context) (bool, string, error) {
-			m, c, desc := countBoth(ctx, e, "owned")
+			m, c, desc := countBoth(ctx, e, p.name("owned"))
 			return m == wantM && c == wantC, desc, nil
 		})
 	}
@@ -56,7 +55,7 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 
 	t.Run("OwnedMAPIMachineDeleted_CAPIMirrorDeleted", func(t *testing.T) {
 		ms := &machinev1beta1.MachineSet{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "owned"}, ms); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: p.name("owned")}, ms); err != nil {
 			t.Fatal(err)
 		}
 		base := ms.DeepCopy()
@@ -69,7 +68,7 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 
 	t.Run("OwnedCAPIMachineDeleted_MAPIMirrorDeleted", func(t *testing.T) {
 		var cm clusterv1.MachineList
-		if err := e.Client.List(ctx, &cm, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "owned"}); err != nil {
+		if err := e.Client.List(ctx, &cm, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": p.name("owned")}); err != nil {
 			t.Fatal(err)
 		}
 		// The Machine the previous row scaled away may still be on its way out: pick a live one.
@@ -84,7 +83,7 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 		// The deletion crosses to the Machine API copy; the Machine API MachineSet replaces it.
 		e.Eventually(90*time.Second, "victim gone from both APIs and replaced", func(ctx context.Context) (bool, string, error) {
 			errM := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: victim}, &machinev1beta1.Machine{})
-			m, c, desc := countBoth(ctx, e, "owned")
+			m, c, desc := countBoth(ctx, e, p.name("owned"))
 			return errM != nil && m == 1 && c == 1 && !contains(desc, victim), fmt.Sprintf("%v %s", errM, desc), nil
 		})
 	})
@@ -92,7 +91,7 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 	t.Run("SteadyStateWritesNothing", func(t *testing.T) {
 		var m machinev1beta1.MachineList
 		e.Eventually(90*time.Second, "settled", func(ctx context.Context) (bool, string, error) {
-			if err := e.Client.List(ctx, &m, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "owned"}); err != nil {
+			if err := e.Client.List(ctx, &m, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": p.name("owned")}); err != nil {
 				return false, err.Error(), nil
 			}
 			ok := len(m.Items) == 1 && m.Items[0].Status.Phase != nil && *m.Items[0].Status.Phase == "Running" &&
@@ -101,11 +100,11 @@ func testOwnedDeletionsAndSteadyState(t *testing.T) {
 		})
 		name := m.Items[0].Name
 		versions := func() string {
-			mm, cm, sm := &machinev1beta1.Machine{}, &clusterv1.Machine{}, &infrav1.SimMachine{}
+			mm, cm, sm := &machinev1beta1.Machine{}, &clusterv1.Machine{}, p.emptyInfraMachine()
 			_ = e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, mm)
 			_ = e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, cm)
 			_ = e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, sm)
-			return mm.ResourceVersion + "/" + cm.ResourceVersion + "/" + sm.ResourceVersion
+			return mm.ResourceVersion + "/" + cm.ResourceVersion + "/" + sm.GetResourceVersion()
 		}
 		time.Sleep(3 * time.Second) // let the last status settle
 		before := versions()

@@ -1,0 +1,279 @@
+package sync_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/demo"
+	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// platform is one infrastructure platform TestSync runs its platform-dependent subtests on
+// (conversion, InfraMachine and InfraMachineTemplate mirrors, their pause, finalizers). Both
+// platforms share one lab: the conversion context is picked per object by its providerSpec or
+// infrastructure kind through the provider registry, the simulated provider reads its region
+// from the SimCluster the Cluster "lab" references, and the AWS provider reads it from the
+// Infrastructure, which the lab sets to AWS in us-east-1 (setUpAWS). The platforms' objects
+// are told apart by name prefix.
+type platform struct {
+	provider provider.Provider
+	prefix   string
+	// uidTag is the instance tag the platform's Machine API actuator records a Machine's UID in.
+	uidTag string
+	// zones are three zones of the cluster's region; types a small, a large and an xlarge
+	// instance type.
+	zones, types [3]string
+	// spec is a providerSpec value in region and zone.
+	spec func(region, zone, instanceType string) *runtime.RawExtension
+	// region is the cluster's.
+	region string
+	// unconvertible is a providerSpec value the platform's actuator serves but the conversion
+	// refuses, naming unconvertibleField: on sim another region than the cluster's; on aws an
+	// AMI chosen by filters (CAPA takes an AMI ID only) — not another region, which the EC2
+	// front, serving one region, would leave the AWS actuator unable to ever delete.
+	unconvertible      *runtime.RawExtension
+	unconvertibleField string
+}
+
+func (p platform) name(n string) string { return p.prefix + n }
+
+func platforms() []platform {
+	return []platform{
+		{
+			provider: provider.Sim(), prefix: "", uidTag: simactuator.TagMachineUID,
+			zones: [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, types: [3]string{"s1.medium", "s1.large", "s1.xlarge"},
+			spec: simSpecOf, region: "sim-east-1",
+			unconvertible: simSpecOf("sim-west-1", "sim-west-1a", "s1.large"), unconvertibleField: "spec.providerSpec.value.region",
+		},
+		{
+			provider: provider.AWS(), prefix: "aws-", uidTag: awsactuator.TagMachineUID,
+			zones: [3]string{"us-east-1a", "us-east-1b", "us-east-1c"}, types: [3]string{"m6i.large", "m6i.xlarge", "m6i.2xlarge"},
+			spec: awsSpec, region: "us-east-1",
+			unconvertible: awsAMIByFilters(), unconvertibleField: "spec.providerSpec.value.ami.filters",
+		},
+	}
+}
+
+// awsSpec is the demo AWS cluster's worker providerSpec (AMI, subnet, security groups of the
+// EC2 front's built-in catalogue) in zone, with the region and instance type given.
+func awsSpec(region, zone, instanceType string) *runtime.RawExtension {
+	ms := demo.DefaultAWSCluster(mapiNS, capiNS, nil).MachineSet("template", zone, 0)
+	ps := &machinev1beta1.AWSMachineProviderConfig{}
+	_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, ps)
+	ps.Placement.Region, ps.InstanceType = region, instanceType
+	raw, _ := json.Marshal(ps)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// awsAMIByFilters is awsSpec in the cluster's first zone with its AMI chosen by filters (one
+// that picks the same AMI), as older OpenShift installs write it.
+func awsAMIByFilters() *runtime.RawExtension {
+	ps := &machinev1beta1.AWSMachineProviderConfig{}
+	_ = json.Unmarshal(awsSpec("us-east-1", "us-east-1a", "m6i.xlarge").Raw, ps)
+	ps.AMI = machinev1beta1.AWSResourceReference{Filters: []machinev1beta1.Filter{{Name: "image-id", Values: []string{*ps.AMI.ID}}}}
+	raw, _ := json.Marshal(ps)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// setUpAWS makes the lab serve AWS Machines too: the Infrastructure says AWS in us-east-1
+// (the simulated provider ignores it), and the Machine API credentials Secret the demo AWS
+// providerSpec names exists. The "aws" controller group provisions AWS Machine API Machines
+// through the simulated cloud's EC2 front (testenv.Options.EC2); no Cluster API AWS provider
+// runs in this lab, and the sync suite needs none (it runs no Cluster API controllers).
+func setUpAWS(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	infra := &configv1.Infrastructure{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		t.Fatal(err)
+	}
+	base := infra.DeepCopy()
+	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}}
+	if err := e.Client.Status().Patch(ctx, infra, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range demo.DefaultAWSCluster(mapiNS, capiNS, kc).ClusterObjects() {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == demo.AWSCredentialsSecret {
+			if err := e.Client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// machine is a Machine API Machine of the platform in zone with instance type.
+func (p platform) machine(name string, authority machinev1beta1.MachineAuthority, zone, instanceType string) *machinev1beta1.Machine {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS,
+		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cluster}},
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: p.spec(p.region, zone, instanceType)}}}
+	m.Spec.AuthoritativeAPI = authority
+	return m
+}
+
+// mapiMachine is a Machine API Machine of the platform in its second zone, large instances.
+func (p platform) mapiMachine(name string, authority machinev1beta1.MachineAuthority) *machinev1beta1.Machine {
+	return p.machine(name, authority, p.zones[1], p.types[1])
+}
+
+// machineSet is a Machine API MachineSet of the platform in its first zone, large instances.
+func (p platform) machineSet(name string, replicas int32) *machinev1beta1.MachineSet {
+	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": name}
+	return &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS,
+		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cluster}},
+		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To(replicas), Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels},
+				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: p.spec(p.region, p.zones[0], p.types[1])}}}}}
+}
+
+// specFields reads a providerSpec value's instance type and zone, on either platform.
+func specFields(raw *runtime.RawExtension) (instanceType, zone string) {
+	var v struct {
+		InstanceType string `json:"instanceType"`
+		Zone         string `json:"zone"`
+		Placement    struct {
+			AvailabilityZone string `json:"availabilityZone"`
+		} `json:"placement"`
+	}
+	if raw != nil {
+		_ = json.Unmarshal(raw.Raw, &v)
+	}
+	if v.Zone == "" {
+		v.Zone = v.Placement.AvailabilityZone
+	}
+	return v.InstanceType, v.Zone
+}
+
+// withSpecInstanceType returns raw with its instanceType replaced (both platforms name it so).
+func withSpecInstanceType(raw *runtime.RawExtension, instanceType string) *runtime.RawExtension {
+	var v map[string]any
+	_ = json.Unmarshal(raw.Raw, &v)
+	v["instanceType"] = instanceType
+	out, _ := json.Marshal(v)
+	return &runtime.RawExtension{Raw: out}
+}
+
+// infraMachine reads the platform's InfraMachine name.
+func (p platform) infraMachine(ctx context.Context, e *testenv.Env, name string) (*unstructured.Unstructured, error) {
+	u := p.emptyInfraMachine()
+	return u, e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, u)
+}
+
+// emptyInfraMachine is an empty object of the platform's InfraMachine kind, to read into.
+func (p platform) emptyInfraMachine() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(p.provider.InfraMachine)
+	return u
+}
+
+// infraTemplate reads the platform's InfraMachineTemplate name.
+func (p platform) infraTemplate(ctx context.Context, e *testenv.Env, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(p.provider.InfraMachineTemplate)
+	return u, e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, u)
+}
+
+// instanceTypeOf reads spec.instanceType of an InfraMachine, or with template set
+// spec.template.spec.instanceType of an InfraMachineTemplate (SimMachine and AWSMachine alike).
+func instanceTypeOf(u *unstructured.Unstructured, template bool) string {
+	path := []string{"spec", "instanceType"}
+	if template {
+		path = []string{"spec", "template", "spec", "instanceType"}
+	}
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
+}
+
+// handMadeCAPIMachine creates, as a user would by hand, a Cluster API Machine and its
+// InfraMachine of the platform, xlarge in the third zone (paused when asked, owned by owner
+// when given): the Cluster API form of such a Machine API Machine, written through the
+// conversion library so it is what the platform's provider expects.
+func (p platform) handMadeCAPIMachine(t *testing.T, e *testenv.Env, name string, paused bool, owner *clusterv1.MachineSet) {
+	t.Helper()
+	out, _, errs := convert.ToClusterAPIMachine(p.machine(name, "", p.zones[2], p.types[2]), p.convertContext(t, e))
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	capi := out.Machine
+	capi.Labels = map[string]string{clusterv1.ClusterNameLabel: cluster}
+	if owner != nil {
+		capi.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, clusterv1.GroupVersion.WithKind("MachineSet"))}
+		for k, v := range owner.Spec.Template.Labels {
+			capi.Labels[k] = v
+		}
+	}
+	for _, o := range []client.Object{out.InfraMachine, capi} {
+		if paused {
+			setAnnotation(o, clusterv1.PausedAnnotation, "")
+		}
+		if err := e.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// handMadeCAPIMachineSet creates, as a user would by hand, a Cluster API MachineSet of no
+// replicas and its InfraMachineTemplate (xlarge in the third zone): the Cluster API form of
+// p.machineSet(name, 0), so it selects the same Machines as that Machine API MachineSet
+// (a selector is immutable on both APIs).
+func (p platform) handMadeCAPIMachineSet(t *testing.T, e *testenv.Env, name string) *clusterv1.MachineSet {
+	t.Helper()
+	ms := p.machineSet(name, 0)
+	ms.Spec.Template.Spec.ProviderSpec.Value = p.spec(p.region, p.zones[2], p.types[2])
+	out, _, errs := convert.ToClusterAPIMachineSet(ms, p.convertContext(t, e))
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	cms := out.MachineSet
+	cms.Labels = map[string]string{clusterv1.ClusterNameLabel: cluster}
+	for _, o := range []client.Object{out.InfraMachineTemplate, cms} {
+		if err := e.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cms
+}
+
+func (p platform) convertContext(t *testing.T, e *testenv.Env) convert.Context {
+	t.Helper()
+	cc, err := provider.Context(context.Background(), e.Client, p.provider, convert.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+func setAnnotation(o client.Object, key, value string) {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	o.SetAnnotations(a)
+}
+
+// eachPlatform runs f as one subtest per platform.
+func eachPlatform(t *testing.T, f func(t *testing.T, p platform)) {
+	for _, p := range platforms() {
+		t.Run(p.provider.Name, func(t *testing.T) { f(t, p) })
+	}
+}
