@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -149,21 +150,39 @@ func otherAPI(status, synced machinev1beta1.MachineAuthority) machinev1beta1.Mac
 	return machinev1beta1.MachineAuthorityClusterAPI
 }
 
-// flipSpec sets spec.authoritativeAPI of o (a Machine API Machine or MachineSet) to the other API.
-func (s *soak) flipSpec(ctx context.Context, o client.Object) error {
+// flipSpec sets spec.authoritativeAPI of o (a Machine API Machine or MachineSet) to the other
+// API and returns the authority it moves away from.
+func (s *soak) flipSpec(ctx context.Context, o client.Object) (machinev1beta1.MachineAuthority, error) {
+	return s.requestAuthority(ctx, o, "")
+}
+
+// requestAuthority sets spec.authoritativeAPI of o to to (the other API when empty) and
+// returns the authority o had (its status, or where a handover under way started).
+func (s *soak) requestAuthority(ctx context.Context, o client.Object, to machinev1beta1.MachineAuthority) (machinev1beta1.MachineAuthority, error) {
 	if err := s.e.client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
-		return err
+		return "", err
 	}
 	patch := client.MergeFromWithOptions(o.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	var from machinev1beta1.MachineAuthority
 	switch t := o.(type) {
 	case *machinev1beta1.Machine:
-		t.Spec.AuthoritativeAPI = otherAPI(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI))
+		from = settledAuthority(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI))
+		t.Spec.AuthoritativeAPI = cmp.Or(to, otherAPI(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI)))
 		s.target += fmt.Sprintf(" Machine %s (status %s) to %s;", t.Name, t.Status.AuthoritativeAPI, t.Spec.AuthoritativeAPI)
 	case *machinev1beta1.MachineSet:
-		t.Spec.AuthoritativeAPI = otherAPI(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI))
+		from = settledAuthority(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI))
+		t.Spec.AuthoritativeAPI = cmp.Or(to, otherAPI(t.Status.AuthoritativeAPI, machinev1beta1.MachineAuthority(t.Status.SynchronizedAPI)))
 		s.target += fmt.Sprintf(" MachineSet %s (status %s) to %s;", t.Name, t.Status.AuthoritativeAPI, t.Spec.AuthoritativeAPI)
 	}
-	return s.user.Patch(ctx, o, patch)
+	return from, s.user.Patch(ctx, o, patch)
+}
+
+// settledAuthority is the side a resource was on before any handover under way.
+func settledAuthority(status, synchronized machinev1beta1.MachineAuthority) machinev1beta1.MachineAuthority {
+	if status == machinev1beta1.MachineAuthorityMigrating {
+		return synchronized
+	}
+	return status
 }
 
 func (s *soak) randomMachine(ctx context.Context) (*machinev1beta1.Machine, error) {
@@ -180,7 +199,8 @@ func (s *soak) randomMachine(ctx context.Context) (*machinev1beta1.Machine, erro
 func (s *soak) migrateMachineSet(ctx context.Context) error {
 	ms := &machinev1beta1.MachineSet{}
 	ms.Namespace, ms.Name = mapiNS, s.pick(s.sets)
-	return s.flipSpec(ctx, ms)
+	_, err := s.flipSpec(ctx, ms)
+	return err
 }
 
 func (s *soak) migrateMachine(ctx context.Context) error {
@@ -188,7 +208,8 @@ func (s *soak) migrateMachine(ctx context.Context) error {
 	if m == nil {
 		return err
 	}
-	return s.flipSpec(ctx, m)
+	_, err = s.flipSpec(ctx, m)
+	return err
 }
 
 // migrateAndRollBack asks for a migration of a Machine or MachineSet and, after a random
@@ -206,11 +227,14 @@ func (s *soak) migrateAndRollBack(ctx context.Context) error {
 		ms.Namespace, ms.Name = mapiNS, s.pick(s.sets)
 		o = ms
 	}
-	if err := s.flipSpec(ctx, o); err != nil {
+	from, err := s.flipSpec(ctx, o)
+	if err != nil {
 		return err
 	}
 	time.Sleep(time.Duration(200+s.rnd.IntN(3800)) * time.Millisecond)
-	return s.flipSpec(ctx, o)
+	// Back to where it was, whether or not the handover has begun (a rollback if it has).
+	_, err = s.requestAuthority(ctx, o, from)
+	return err
 }
 
 // migrateMHC flips the MachineHealthCheck's requested authority.
