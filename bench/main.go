@@ -73,6 +73,7 @@ func main() {
 var scenarios = map[string]func(n int) (result, error){
 	"mapi-scale":   mapiScale,
 	"capi-scale":   capiScale,
+	"capi-rollout": capiRollout,
 	"migrate":      migrateScale,
 	"sync-latency": syncLatency,
 }

@@ -34,7 +34,8 @@ func newDescribeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe [cluster/NAME]",
 		Short: "Show a cluster's machines in both APIs side by side",
-		Long: `Print a tree of a cluster: Cluster → MachineSets and MachinePools → Machines → Nodes, with
+		Long: `Print a tree of a cluster: Cluster → MachineDeployments → MachineSets and MachinePools →
+Machines → Nodes (a MachineDeployment with its revision and up-to-date counts), with
 each resource's Machine API and Cluster API copies side by side: which API is authoritative,
 whether the copies are Synchronized, their phases, and the conditions that explain a problem
 (a failed conversion, a pending migration, a paused controller, an unhealthy Node).
@@ -63,6 +64,7 @@ type snapshot struct {
 	mapiMachines map[string]*machinev1beta1.Machine
 	capiMachines map[string]*clusterv1.Machine
 	pools        []clusterv1.MachinePool
+	deployments  []clusterv1.MachineDeployment
 	nodes        map[string]*corev1.Node
 }
 
@@ -118,11 +120,12 @@ func readSnapshot(ctx context.Context, c client.Client, f *describeFlags) (*snap
 	var mm machinev1beta1.MachineList
 	var cm clusterv1.MachineList
 	var pools clusterv1.MachinePoolList
+	var mds clusterv1.MachineDeploymentList
 	var nodes corev1.NodeList
 	for _, l := range []struct {
 		list client.ObjectList
 		ns   string
-	}{{&ms, f.mapiNS}, {&cs, f.capiNS}, {&mm, f.mapiNS}, {&cm, f.capiNS}, {&pools, f.capiNS}, {&nodes, ""}} {
+	}{{&ms, f.mapiNS}, {&cs, f.capiNS}, {&mm, f.mapiNS}, {&cm, f.capiNS}, {&pools, f.capiNS}, {&mds, f.capiNS}, {&nodes, ""}} {
 		if err := c.List(ctx, l.list, client.InNamespace(l.ns)); err != nil {
 			return nil, err
 		}
@@ -143,6 +146,7 @@ func readSnapshot(ctx context.Context, c client.Client, f *describeFlags) (*snap
 		s.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
 	s.pools = pools.Items
+	s.deployments = mds.Items
 	return s, nil
 }
 
@@ -184,7 +188,8 @@ func (p printer) cluster(cl *clusterv1.Cluster, s *snapshot) {
 		names[n] = true
 	}
 	for n, ms := range s.capiSets {
-		if ms.Spec.ClusterName == cl.Name {
+		// A MachineDeployment's MachineSets are shown under it.
+		if ms.Spec.ClusterName == cl.Name && ownerOf(ms.OwnerReferences, "MachineDeployment") == "" {
 			names[n] = true
 		}
 	}
@@ -194,9 +199,10 @@ func (p printer) cluster(cl *clusterv1.Cluster, s *snapshot) {
 	}
 	sort.Strings(sets)
 	owned := map[string]bool{}
+	p.deployments(cl, s, owned)
 	for i, n := range sets {
 		last := i == len(sets)-1 && len(s.pools) == 0
-		p.machineSet(n, s, last, owned)
+		p.machineSet(n, s, "", last, owned)
 	}
 	for i := range s.pools {
 		mp := &s.pools[i]
@@ -232,10 +238,10 @@ func (p printer) cluster(cl *clusterv1.Cluster, s *snapshot) {
 	}
 }
 
-func (p printer) machineSet(name string, s *snapshot, last bool, owned map[string]bool) {
-	branch, indent := "├─", "│  "
+func (p printer) machineSet(name string, s *snapshot, prefix string, last bool, owned map[string]bool) {
+	branch, indent := prefix+"├─", prefix+"│  "
 	if last {
-		branch, indent = "└─", "   "
+		branch, indent = prefix+"└─", prefix+"   "
 	}
 	mapi, capi := s.mapiSets[name], s.capiSets[name]
 	var parts []string
@@ -251,6 +257,9 @@ func (p printer) machineSet(name string, s *snapshot, last bool, owned map[strin
 	}
 	if capi != nil {
 		parts = append(parts, fmt.Sprintf("CAPI %d/%d ready", ptr.Deref(capi.Status.ReadyReplicas, 0), ptr.Deref(capi.Spec.Replicas, 0)))
+		if rev, ok := capi.Annotations[clusterv1.RevisionAnnotation]; ok {
+			parts = append(parts, "revision "+rev)
+		}
 		if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; paused {
 			parts = append(parts, p.paint("2", "CAPI paused"))
 		}

@@ -63,3 +63,52 @@ func TestDescribeTree(t *testing.T) {
 		t.Errorf("a failed sync should be red on a terminal:\n%q", colour.String())
 	}
 }
+
+// A MachineDeployment is shown with its revision and up-to-date counts, above the
+// MachineSets it controls (oldest revision first), which are not repeated at the top level.
+func TestDescribeMachineDeployments(t *testing.T) {
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "lab"},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{Kind: "SimCluster", Name: "lab"}}}
+	set := func(name, rev string) *clusterv1.MachineSet {
+		return &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owned("MachineDeployment", "workers"),
+			Annotations: map[string]string{clusterv1.RevisionAnnotation: rev}},
+			Spec:   clusterv1.MachineSetSpec{ClusterName: "lab", Replicas: ptr.To[int32](1)},
+			Status: clusterv1.MachineSetStatus{ReadyReplicas: ptr.To[int32](1)}}
+	}
+	machine := func(name, set string) *clusterv1.Machine {
+		return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owned("MachineSet", set)},
+			Spec: clusterv1.MachineSpec{ClusterName: "lab"}, Status: clusterv1.MachineStatus{Phase: "Running"}}
+	}
+	s := &snapshot{
+		mapiSets:     map[string]*machinev1beta1.MachineSet{},
+		capiSets:     map[string]*clusterv1.MachineSet{"workers-new": set("workers-new", "2"), "workers-old": set("workers-old", "1")},
+		mapiMachines: map[string]*machinev1beta1.Machine{},
+		capiMachines: map[string]*clusterv1.Machine{"m-old": machine("m-old", "workers-old"), "m-new": machine("m-new", "workers-new")},
+		deployments: []clusterv1.MachineDeployment{{ObjectMeta: metav1.ObjectMeta{Name: "workers",
+			Annotations: map[string]string{clusterv1.RevisionAnnotation: "2"}},
+			Spec: clusterv1.MachineDeploymentSpec{ClusterName: "lab", Replicas: ptr.To[int32](2)},
+			Status: clusterv1.MachineDeploymentStatus{UpToDateReplicas: ptr.To[int32](1), AvailableReplicas: ptr.To[int32](2),
+				Conditions: []metav1.Condition{{Type: clusterv1.MachineDeploymentRollingOutCondition, Status: metav1.ConditionTrue}}}}},
+		nodes: map[string]*corev1.Node{},
+	}
+	var b bytes.Buffer
+	printer{out: &b}.cluster(cl, s)
+	got := strings.TrimRight(b.String(), "\n")
+	want := []string{
+		"Cluster lab  infrastructure SimCluster/lab not provisioned",
+		"├─ MachineDeployment workers  revision 2  1/2 up to date  2/2 available  rolling out",
+		"│  ├─ MachineSet workers-old  Cluster API only  CAPI 1/1 ready  revision 1",
+		"│  │  ├─ Machine m-old  CAPI Running",
+		"│  └─ MachineSet workers-new  Cluster API only  CAPI 1/1 ready  revision 2",
+		"│     ├─ Machine m-new  CAPI Running",
+	}
+	lines := strings.Split(got, "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), got)
+	}
+	for i, w := range want {
+		if strings.TrimRight(lines[i], " ") != w {
+			t.Errorf("line %d:\n got %q\nwant %q", i, lines[i], w)
+		}
+	}
+}

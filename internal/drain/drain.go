@@ -41,9 +41,16 @@ type Result struct {
 	// Blocked lists pods whose eviction was refused, with the reason (usually a
 	// PodDisruptionBudget).
 	Blocked []string
+	// Completing lists WaitCompleted pods of the current order group that have not
+	// finished yet; they are never evicted.
+	Completing []string
+	// Later lists pods of higher order groups, drained (or waited for) once the current
+	// group has left the Node.
+	Later []string
 }
 
-// Summary is a one-line description for conditions and events.
+// Summary is a one-line description for conditions and events: counts and the first names
+// of each kind of pod the drain is waiting for.
 func (r Result) Summary() string {
 	if r.Done {
 		return "the Node is drained"
@@ -54,6 +61,12 @@ func (r Result) Summary() string {
 	}
 	if len(r.Waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("waiting for %d pod(s) to terminate: %s", len(r.Waiting), strings.Join(first(r.Waiting, 3), ", ")))
+	}
+	if len(r.Completing) > 0 {
+		parts = append(parts, fmt.Sprintf("waiting for %d pod(s) to complete: %s", len(r.Completing), strings.Join(first(r.Completing, 3), ", ")))
+	}
+	if len(r.Later) > 0 {
+		parts = append(parts, fmt.Sprintf("%d pod(s) of a later drain order: %s", len(r.Later), strings.Join(first(r.Later, 3), ", ")))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("evicted %d pod(s)", r.Evicted)
@@ -72,6 +85,14 @@ func first(s []string, n int) []string {
 // reader lists pods by node (it must not be a cache without a spec.nodeName index; pass a
 // manager's APIReader); c writes the cordon and the evictions.
 func Drain(ctx context.Context, c client.Client, reader client.Reader, nodeName string) (Result, error) {
+	return DrainWith(ctx, c, reader, nodeName, nil)
+}
+
+// DrainWith is Drain with a Classifier deciding each pod's behaviour and order (nil: every
+// pod is evicted, order 0). Pods are drained in groups by increasing order: a group is
+// evicted (or, for WaitCompleted pods, waited for) only once every pod of the lower groups
+// has left the Node.
+func DrainWith(ctx context.Context, c client.Client, reader client.Reader, nodeName string, classify Classifier) (Result, error) {
 	var node corev1.Node
 	if err := c.Get(ctx, client.ObjectKey{Name: nodeName}, &node); apierrors.IsNotFound(err) {
 		return Result{Done: true}, nil
@@ -91,39 +112,41 @@ func Drain(ctx context.Context, c client.Client, reader client.Reader, nodeName 
 		Selector: fields.OneTermEqualSelector("spec.nodeName", nodeName)}); err != nil {
 		return res, fmt.Errorf("listing pods on Node %s: %w", nodeName, err)
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if skip(pod) {
-			continue
-		}
-		name := pod.Namespace + "/" + pod.Name
-		if pod.DeletionTimestamp != nil {
-			if res.Unreachable && time.Since(pod.DeletionTimestamp.Time) > UnreachableSkipWait {
-				continue
-			}
-			res.Waiting = append(res.Waiting, name)
-			continue
-		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-		if res.Unreachable {
-			ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}
-		}
-		err := c.SubResource("eviction").Create(ctx, pod, ev)
-		switch {
-		case err == nil:
-			res.Evicted++
-			res.Waiting = append(res.Waiting, name)
-		case apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			res.Blocked = append(res.Blocked, name+": "+err.Error())
-		default:
-			return res, fmt.Errorf("evicting pod %s: %w", name, err)
+	planned, err := plan(pods.Items, res.Unreachable, classify)
+	if err != nil {
+		return res, err
+	}
+	for _, pod := range group(planned, &res) {
+		if err := evict(ctx, c, pod, res.Unreachable, &res); err != nil {
+			return res, err
 		}
 	}
-	sort.Strings(res.Waiting)
-	sort.Strings(res.Blocked)
-	res.Done = len(res.Waiting) == 0 && len(res.Blocked) == 0
+	for _, l := range [][]string{res.Waiting, res.Blocked, res.Completing, res.Later} {
+		sort.Strings(l)
+	}
+	res.Done = len(res.Waiting) == 0 && len(res.Blocked) == 0 && len(res.Completing) == 0 && len(res.Later) == 0
 	return res, nil
+}
+
+// evict asks the Eviction API to remove the pod and records the outcome in res.
+func evict(ctx context.Context, c client.Client, pod *corev1.Pod, unreachable bool, res *Result) error {
+	name := pod.Namespace + "/" + pod.Name
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	if unreachable {
+		ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}
+	}
+	err := c.SubResource("eviction").Create(ctx, pod, ev)
+	switch {
+	case err == nil:
+		res.Evicted++
+		res.Waiting = append(res.Waiting, name)
+	case apierrors.IsNotFound(err):
+	case apierrors.IsTooManyRequests(err):
+		res.Blocked = append(res.Blocked, name+": "+err.Error())
+	default:
+		return fmt.Errorf("evicting pod %s: %w", name, err)
+	}
+	return nil
 }
 
 // skip reports pods a drain leaves alone: mirror pods, DaemonSet pods (their controller

@@ -44,6 +44,8 @@ func TestClusterAPI(t *testing.T) {
 	t.Run("PausedCluster", testPausedCluster)
 	t.Run("DeletionWalksEveryStep", testDeletionSteps)
 	t.Run("DrainTimeoutAndExclusion", testDrainTimeoutAndExclusion)
+	t.Run("DrainRulesAndPodLabel", testDrainRules)
+	t.Run("ClusterctlDescribeShowsEveryStatus", testClusterctlDescribe)
 	t.Run("SimMachineAdoptsInstanceByProviderID", testAdopt)
 	t.Run("InvalidSpecIsTerminalOutageIsRetried", testInvalidAndOutage)
 	t.Run("RestartMidProvisioningCreatesOneInstance", testRestart)

@@ -40,6 +40,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Resolver: resolver,
 		Recorder: events.For(mgr, "clusterapi-cluster"),
 		Resync:   env.Resync,
+		Remote:   remotes,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

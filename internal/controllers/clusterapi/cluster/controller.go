@@ -20,11 +20,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -52,12 +54,18 @@ type Reconciler struct {
 	Resolver *external.Resolver
 	Recorder record.EventRecorder
 	Resync   time.Duration
+	// Remote reaches workload clusters for the RemoteConnectionProbe condition (nil: never
+	// probed, the condition stays "not established yet").
+	Remote *remote.Clients
 
 	watcher *external.Watcher
+	probes  prober
+	writes  statusWrites
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinesets;machinedeployments;machinepools,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // SetupWithManager registers the controller. Descendants (Machines and their sets and pools)
@@ -96,8 +104,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(cl, r.Client)
+	orig := cl.DeepCopy()
 	defer func() {
 		cl.Status.ObservedGeneration = cl.Generation
+		if wait := r.writes.hold(req.NamespacedName, orig, cl); wait > 0 {
+			cl.Status = *orig.Status.DeepCopy()
+			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+				res.RequeueAfter = wait
+			}
+		}
 		helper.Finish(ctx, cl, &res, &retErr)
 	}()
 
@@ -106,13 +121,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	if !cl.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, cl)
+		res, err := r.reconcileDelete(ctx, cl)
+		r.updateStatus(ctx, cl, &res)
+		if !controllerutil.ContainsFinalizer(cl, clusterv1.ClusterFinalizer) {
+			r.probes.forget(req.NamespacedName)
+			r.writes.forget(req.NamespacedName)
+		}
+		return res, err
 	}
 	if _, err := helper.EnsureFinalizer(ctx, cl, clusterv1.ClusterFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	setCondition(cl, clusterv1.ClusterDeletingCondition, metav1.ConditionFalse, clusterv1.ClusterNotDeletingReason, "")
-	return r.reconcileInfrastructure(ctx, cl)
+	res, err := r.reconcileInfrastructure(ctx, cl)
+	r.updateStatus(ctx, cl, &res)
+	return res, err
+}
+
+// updateStatus computes the v1beta2 status from the Cluster's descendants: status.workers
+// and status.controlPlane, the control plane, machines, workers and remediation
+// conditions, RemoteConnectionProbe and, last, Available.
+func (r *Reconciler) updateStatus(ctx context.Context, cl *clusterv1.Cluster, res *ctrl.Result) {
+	d, err := r.listDescendants(ctx, cl)
+	if err != nil {
+		for _, t := range []string{clusterv1.ClusterWorkersAvailableCondition, clusterv1.ClusterWorkerMachinesReadyCondition,
+			clusterv1.ClusterWorkerMachinesUpToDateCondition} {
+			setCondition(cl, t, metav1.ConditionUnknown, clusterv1.ClusterWorkersAvailableInternalErrorReason, err.Error())
+		}
+		setAvailable(cl)
+		return
+	}
+	setWorkers(cl, d)
+	cp := r.reconcileControlPlaneStatus(ctx, cl, d)
+	setMachinesConditions(cl, d)
+	setWorkerConditions(cl, d, cp)
+	setRemediating(cl, d)
+	if cl.DeletionTimestamp.IsZero() {
+		if next := r.probe(ctx, cl); next > 0 && (res.RequeueAfter == 0 || next < res.RequeueAfter) {
+			res.RequeueAfter = next
+		}
+	}
+	setAvailable(cl)
 }
 
 // reconcileInfrastructure owns the InfraCluster and mirrors its state.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -55,6 +56,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets;machinedeployments;machinedrainrules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -73,6 +75,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Workload clusters are read without watches; a self-hosted one (the lab) also
 		// reports its Nodes here, and their changes bring the Machine back at once.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
+		// A template change of a MachineSet or MachineDeployment changes its Machines' UpToDate.
+		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.ownedMachines), builder.WithPredicates(templateChanged)).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.ownedMachines), builder.WithPredicates(templateChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Build(r)
 	if err != nil {

@@ -45,6 +45,14 @@ func reached(m *clusterv1.Machine, step string) bool {
 	return slices.Index(deletionSteps, c.Reason) >= slices.Index(deletionSteps, step)
 }
 
+// condition returns the message of the Machine's condition t ("" when it has none).
+func condition(m *clusterv1.Machine, t string) string {
+	if c := meta.FindStatusCondition(m.Status.Conditions, t); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
 func deleting(m *clusterv1.Machine, reason, msg string) {
 	setCondition(m, clusterv1.MachineDeletingCondition, metav1.ConditionTrue, reason, msg)
 }
@@ -88,7 +96,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 			return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 		}
 		if !reached(m, clusterv1.MachineDeletingWaitingForVolumeDetachReason) {
-			if res, done, err := r.drainStep(ctx, wc, m, nodeName, now); !done || err != nil {
+			if res, done, err := r.drainStep(ctx, wc, m, cluster, nodeName, now); !done || err != nil {
 				return res, err
 			}
 		}
@@ -151,7 +159,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) drainStep(ctx context.Context, wc client.Client, m *clusterv1.Machine, nodeName string, now metav1.Time) (ctrl.Result, bool, error) {
+func (r *Reconciler) drainStep(ctx context.Context, wc client.Client, m *clusterv1.Machine, cluster *clusterv1.Cluster,
+	nodeName string, now metav1.Time) (ctrl.Result, bool, error) {
 	if _, skip := m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation]; skip {
 		log.FromContext(ctx).V(1).Info("drain skipped by annotation", "node", nodeName)
 		return ctrl.Result{}, true, nil
@@ -163,8 +172,17 @@ func (r *Reconciler) drainStep(ctx context.Context, wc client.Client, m *cluster
 		events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "DrainTimeout", "Gave up draining Node %s after %ds", nodeName, *m.Spec.Deletion.NodeDrainTimeoutSeconds)
 		return ctrl.Result{}, true, nil
 	}
+	classify, err := r.drainClassifier(ctx, wc, m, cluster)
+	if err != nil {
+		msg := fmt.Sprintf("draining Node %s: %v", nodeName, err)
+		if condition(m, clusterv1.MachineDeletingCondition) != msg {
+			events.Eventf(r.Recorder, m, corev1.EventTypeWarning, "DrainRuleInvalid", "Draining Node %s: %v", nodeName, err)
+		}
+		deleting(m, clusterv1.MachineDeletingDrainingNodeReason, msg)
+		return ctrl.Result{RequeueAfter: WaitRequeue}, false, nil
+	}
 	deleting(m, clusterv1.MachineDeletingDrainingNodeReason, "draining Node "+nodeName)
-	res, err := drain.Drain(ctx, wc, wc, nodeName)
+	res, err := drain.DrainWith(ctx, wc, wc, nodeName, classify)
 	if err != nil {
 		deleting(m, clusterv1.MachineDeletingDrainingNodeReason, fmt.Sprintf("draining Node %s: %v", nodeName, err))
 		return ctrl.Result{}, false, err

@@ -37,6 +37,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 		}
 	}
 	r.updatePhase(m)
+	r.setUpToDate(ctx, m)
 	// Available waits for spec.minReadySeconds: come back when it has passed.
 	results = append(results, ctrl.Result{RequeueAfter: setReady(m)})
 	r.progressEvent(m, wasProvisioned, oldNode)

@@ -224,6 +224,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, md *clusterv1.MachineD
 		return ctrl.Result{}, nil
 	}
 	next, err := r.rollout(ctx, md, sets, strat)
+	if apierrors.IsConflict(err) {
+		// A MachineSet or Machine changed under this pass (its controller writes status
+		// often): look again on fresh data, without counting it as a failure.
+		updateStatus(md, sets, strat, nil)
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
+	}
 	updateStatus(md, sets, strat, err)
 	if err != nil {
 		return ctrl.Result{}, err

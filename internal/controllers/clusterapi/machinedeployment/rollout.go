@@ -110,9 +110,9 @@ type plan struct {
 // replicas+maxSurge).
 func planRollingUpdate(st strategy, newS *set, olds []*set) plan {
 	p := plan{replicas: map[*set]int32{}}
-	avail := newS.available()
+	avail := newS.availableAfterScale()
 	for _, s := range olds {
-		avail += s.available()
+		avail += s.availableAfterScale()
 	}
 	budget := max(0, avail-st.minAvailable())
 	for _, s := range olds {
@@ -129,9 +129,13 @@ func planRollingUpdate(st strategy, newS *set, olds []*set) plan {
 				p.mark = append(p.mark, m)
 			}
 		}
-		k := scaleDownWithin(s.replicas(), marked, markedAvail, budget)
+		// An old MachineSet makes no Machines (disable-machine-create): the Machines it lost
+		// (deleted by a user, remediated) are not coming back, and dropping them from its
+		// replicas costs nothing and makes room for the new MachineSet.
+		cur := min(s.replicas(), int32(len(s.active()))) //nolint:gosec // bounded by the list
+		k := scaleDownWithin(cur, marked, markedAvail, budget)
 		budget -= scaleDownCost(k, marked, markedAvail)
-		p.replicas[s] = s.replicas() - k
+		p.replicas[s] = cur - k
 	}
 	var oldOccupied int32
 	for _, s := range olds {

@@ -48,6 +48,8 @@ func TestPlanRollingUpdate(t *testing.T) {
 		{"unavailable old Machines are marked, not counted yet", strategy{replicas: 3, surge: 1}, fakeSet("o", 3, "AAu"), fakeSet("n", 1, "u"), 3, 1, 1},
 		{"marked unavailable Machines go without budget", strategy{replicas: 3, surge: 1}, fakeSet("o", 3, "AAm"), fakeSet("n", 1, "u"), 2, 1, 0},
 		{"marked available Machines cost budget", strategy{replicas: 3, surge: 1}, fakeSet("o", 3, "AMM"), fakeSet("n", 1, "u"), 3, 1, 0},
+		{"old Machines lost to a user or remediation are not waited for", strategy{replicas: 3, surge: 1}, fakeSet("o", 3, "AA"), fakeSet("n", 1, "A"), 2, 2, 0},
+		{"a scale-down the cache does not show yet counts as done", strategy{replicas: 3, surge: 1}, fakeSet("o", 2, "AAA"), fakeSet("n", 1, "A"), 2, 1, 0},
 		{"scale down during rollout", strategy{replicas: 1, surge: 1}, fakeSet("o", 2, "AA"), fakeSet("n", 2, "AA"), 0, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

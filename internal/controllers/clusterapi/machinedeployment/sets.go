@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -65,6 +66,17 @@ func (s *set) available() int32 {
 		}
 	}
 	return n
+}
+
+// availableAfterScale is the worst case of available() once the MachineSet has deleted the
+// Machines beyond its replicas: a scale-down already decided may not show in the cache yet
+// (its Machines not marked as being deleted), and those Machines may be available ones.
+func (s *set) availableAfterScale() int32 {
+	a := s.available()
+	if extra := int32(len(s.active())) - s.replicas(); extra > 0 { //nolint:gosec // bounded by the list
+		a = max(0, a-extra)
+	}
+	return a
 }
 
 func isAvailable(m *clusterv1.Machine) bool {
@@ -150,15 +162,10 @@ func ownerRef(md *clusterv1.MachineDeployment) metav1.OwnerReference {
 }
 
 // rolloutFields is the part of a machine template whose change replaces Machines: the spec
-// without the fields Cluster API propagates in place (minReadySeconds and the deletion
-// timeouts); labels and annotations are in-place too.
+// without the fields Cluster API propagates in place (inplace.RolloutSpec); labels and
+// annotations are in-place too.
 func rolloutFields(t *clusterv1.MachineTemplateSpec) []byte {
-	s := t.Spec.DeepCopy()
-	s.MinReadySeconds = nil
-	s.Deletion.NodeDrainTimeoutSeconds = nil
-	s.Deletion.NodeVolumeDetachTimeoutSeconds = nil
-	s.Deletion.NodeDeletionTimeoutSeconds = nil
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(inplace.RolloutSpec(&t.Spec))
 	return b
 }
 

@@ -45,6 +45,7 @@ func TestMachinePools(t *testing.T) {
 	t.Run("ScaleDownSurvivesARestart", testRestartDuringScaleDown)
 	t.Run("ScaleOnlyRefusesMachineDeletion", testScaleOnly)
 	t.Run("Paused", testPaused)
+	t.Run("TemplateMetadataInPlace", testTemplateInPlace)
 	t.Run("PoolDeletion", testPoolDeletion)
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -34,15 +35,26 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 		return err
 	}
 	byInfra := map[string]*clusterv1.Machine{}
+	pool := make([]*clusterv1.Machine, 0, len(machines.Items))
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if err := r.ensureControlled(ctx, mp, m); err != nil {
 			return err
 		}
+		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == mp.UID {
+			pool = append(pool, m)
+		}
 		ref := m.Spec.InfrastructureRef
 		if ref.Kind == kind && ref.APIGroup == group {
 			byInfra[ref.Name] = m
 		}
+	}
+	// Template labels, annotations, minReadySeconds and deletion timeouts reach the existing
+	// Machines in place (a health check selecting a new template label finds them).
+	// A Machine that changed under the propagation gets it on the pool's next pass (a pool
+	// not yet settled looks again within WaitRequeue, a settled one on the Machine's event).
+	if _, _, err := inplace.Propagate(ctx, r.Client, pool, mp.Spec.Template.ObjectMeta, &mp.Spec.Template.Spec); err != nil {
+		return err
 	}
 	created := 0
 	for i := range infraMachines {

@@ -9,7 +9,9 @@
 //
 // A template change never rolls existing Machines: they stay, and only Machines created
 // afterwards (on scale-up or to replace a deleted one) use the new template;
-// status.upToDateReplicas says how many match it.
+// status.upToDateReplicas says how many match it. The template's labels, annotations,
+// minReadySeconds and deletion timeouts are changed in place on the existing Machines
+// (package inplace).
 package machineset
 
 import (
@@ -37,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -262,6 +265,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	var errs []error
 	var scaleErr error
 	key := client.ObjectKeyFromObject(ms)
+	// The template's labels, annotations, minReadySeconds and deletion timeouts reach the
+	// existing Machines without replacing them.
+	_, stale, err := inplace.Propagate(ctx, r.Client, machines, ms.Spec.Template.ObjectMeta, &ms.Spec.Template.Spec)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if r.expect.satisfied(key) {
 		if err := r.remediate(ctx, ms, machines); err != nil {
 			errs = append(errs, err)
@@ -273,6 +282,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	next := r.updateStatus(ms, machines, scaleErr)
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	if stale && (next == 0 || next > patch.ConflictRetry) {
+		next = patch.ConflictRetry // a Machine changed under the propagation
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/labels/format"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -109,9 +110,14 @@ func ownerRef(ms *clusterv1.MachineSet) metav1.OwnerReference {
 	return *metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet"))
 }
 
-// templateHash hashes spec.template.spec.
+// TemplateHash is the value of TemplateHashAnnotation that Machines created from the
+// MachineSet's current template carry (the Machine controller's UpToDate condition reads it).
+func TemplateHash(ms *clusterv1.MachineSet) string { return templateHash(ms) }
+
+// templateHash hashes spec.template.spec without the fields changed in place on existing
+// Machines (inplace.RolloutSpec).
 func templateHash(ms *clusterv1.MachineSet) string {
-	b, _ := json.Marshal(ms.Spec.Template.Spec)
+	b, _ := json.Marshal(inplace.RolloutSpec(&ms.Spec.Template.Spec))
 	h := fnv.New32a()
 	_, _ = h.Write(b)
 	return fmt.Sprintf("%08x", h.Sum32())

@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// StatusInterval is the least time between two status writes of a Cluster that only change
+// counts or condition messages (while its Machines come up, every Machine would otherwise
+// cost the Cluster a write). A condition's status or reason, the phase or the observed
+// generation changing goes out at once.
+const StatusInterval = 2 * time.Second
+
+// statusWrites remembers when each Cluster's status was last written.
+type statusWrites struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+// hold says how long to hold back the status change from before to after (0: write now).
+func (w *statusWrites) hold(key types.NamespacedName, before, after *clusterv1.Cluster) time.Duration {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[types.NamespacedName]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := w.last[key]; ok && now.Sub(last) < StatusInterval && minorChange(before, after) {
+		return StatusInterval - now.Sub(last)
+	}
+	w.last[key] = now
+	return 0
+}
+
+// minorChange: only counters and condition messages differ.
+func minorChange(before, after *clusterv1.Cluster) bool {
+	if !after.DeletionTimestamp.IsZero() {
+		return false
+	}
+	strip := func(cl *clusterv1.Cluster) *clusterv1.ClusterStatus {
+		s := cl.Status.DeepCopy()
+		s.Workers, s.ControlPlane = nil, nil
+		for i := range s.Conditions {
+			s.Conditions[i].Message = ""
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(before), strip(after))
+}
+
+func (w *statusWrites) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}

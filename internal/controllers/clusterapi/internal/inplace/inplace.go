@@ -1,0 +1,103 @@
+// Package inplace holds what Cluster API changes on existing objects instead of replacing
+// them: the metadata of a machine template (labels, annotations) and, in its spec,
+// minReadySeconds and the node drain, volume detach and node deletion timeouts. A
+// MachineDeployment's template hash ignores these fields; a MachineSet or MachinePool
+// copies them onto its existing Machines.
+package inplace
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
+)
+
+// RolloutSpec returns a copy of spec without the fields changed in place: what is left is
+// what replaces Machines when it changes.
+func RolloutSpec(spec *clusterv1.MachineSpec) *clusterv1.MachineSpec {
+	s := spec.DeepCopy()
+	s.MinReadySeconds = nil
+	s.Deletion.NodeDrainTimeoutSeconds = nil
+	s.Deletion.NodeVolumeDetachTimeoutSeconds = nil
+	s.Deletion.NodeDeletionTimeoutSeconds = nil
+	return s
+}
+
+// Apply copies the in-place fields of a template onto m and reports whether m changed.
+// Template labels and annotations are added or overwritten (a key dropped from the template
+// stays on the Machine); minReadySeconds and the drain and volume detach timeouts follow the
+// template exactly; the node deletion timeout only when the template sets one (admission
+// gives every Machine a default). spec may be nil to copy the metadata only.
+func Apply(m *clusterv1.Machine, meta clusterv1.ObjectMeta, spec *clusterv1.MachineSpec) bool {
+	changed := false
+	for k, v := range meta.Labels {
+		if cur, ok := m.Labels[k]; !ok || cur != v {
+			if m.Labels == nil {
+				m.Labels = map[string]string{}
+			}
+			m.Labels[k], changed = v, true
+		}
+	}
+	for k, v := range meta.Annotations {
+		if cur, ok := m.Annotations[k]; !ok || cur != v {
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[k], changed = v, true
+		}
+	}
+	if spec == nil {
+		return changed
+	}
+	d, t := &m.Spec.Deletion, spec.Deletion
+	changed = set(&m.Spec.MinReadySeconds, spec.MinReadySeconds) || changed
+	changed = set(&d.NodeDrainTimeoutSeconds, t.NodeDrainTimeoutSeconds) || changed
+	changed = set(&d.NodeVolumeDetachTimeoutSeconds, t.NodeVolumeDetachTimeoutSeconds) || changed
+	if t.NodeDeletionTimeoutSeconds != nil {
+		changed = set(&d.NodeDeletionTimeoutSeconds, t.NodeDeletionTimeoutSeconds) || changed
+	}
+	return changed
+}
+
+func set(dst **int32, v *int32) bool {
+	if ptr.Equal(*dst, v) {
+		return false
+	}
+	*dst = nil
+	if v != nil {
+		*dst = ptr.To(*v)
+	}
+	return true
+}
+
+// Propagate applies the template's in-place fields to each Machine not being deleted that
+// lacks them, one optimistic-locked patch per Machine (on a copy: the listed Machines may be
+// shared with the cache). It returns how many Machines it changed and whether one changed
+// under it (an optimistic-lock conflict: the caller looks again soon, on fresh data, rather
+// than failing the pass).
+func Propagate(ctx context.Context, c client.Client, machines []*clusterv1.Machine, meta clusterv1.ObjectMeta,
+	spec *clusterv1.MachineSpec) (changed int, stale bool, err error) {
+	for _, m := range machines {
+		if !m.DeletionTimestamp.IsZero() || !Apply(m.DeepCopy(), meta, spec) {
+			continue
+		}
+		m = m.DeepCopy()
+		if _, err := patch.Locked(ctx, c, m, func() bool { return Apply(m, meta, spec) }); err != nil {
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case apierrors.IsConflict(err):
+				stale = true
+				continue
+			}
+			return changed, stale, fmt.Errorf("updating Machine %s in place: %w", m.Name, err)
+		}
+		changed++
+	}
+	return changed, stale, nil
+}

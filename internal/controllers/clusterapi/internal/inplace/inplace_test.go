@@ -1,0 +1,116 @@
+package inplace_test
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+func machine(name string) *clusterv1.Machine {
+	return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+		Labels: map[string]string{"old": "x", "team": "red"}},
+		Spec: clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{NodeDeletionTimeoutSeconds: ptr.To[int32](10),
+			NodeDrainTimeoutSeconds: ptr.To[int32](5)}}}
+}
+
+func TestApply(t *testing.T) {
+	m := machine("m")
+	meta := clusterv1.ObjectMeta{Labels: map[string]string{"team": "blue"}, Annotations: map[string]string{"note": "n"}}
+	spec := &clusterv1.MachineSpec{MinReadySeconds: ptr.To[int32](3),
+		Deletion: clusterv1.MachineDeletionSpec{NodeVolumeDetachTimeoutSeconds: ptr.To[int32](40)}}
+	if !inplace.Apply(m, meta, spec) {
+		t.Fatal("Apply reported no change")
+	}
+	d := m.Spec.Deletion
+	switch {
+	case m.Labels["team"] != "blue" || m.Labels["old"] != "x" || m.Annotations["note"] != "n":
+		t.Errorf("metadata: labels %v annotations %v (template keys set, others kept)", m.Labels, m.Annotations)
+	case ptr.Deref(m.Spec.MinReadySeconds, -1) != 3 || ptr.Deref(d.NodeVolumeDetachTimeoutSeconds, -1) != 40:
+		t.Errorf("minReadySeconds %v volume detach %v", m.Spec.MinReadySeconds, d.NodeVolumeDetachTimeoutSeconds)
+	case d.NodeDrainTimeoutSeconds != nil:
+		t.Errorf("drain timeout %d: the template has none, so the Machine has none", *d.NodeDrainTimeoutSeconds)
+	case ptr.Deref(d.NodeDeletionTimeoutSeconds, -1) != 10:
+		t.Errorf("node deletion timeout %v: a template without one keeps the Machine's (admission default)", d.NodeDeletionTimeoutSeconds)
+	}
+	if inplace.Apply(m, meta, spec) {
+		t.Error("a second Apply reported a change")
+	}
+	// The copy is the Machine's own: changing the template afterwards does not reach it.
+	*spec.MinReadySeconds = 7
+	if ptr.Deref(m.Spec.MinReadySeconds, -1) != 3 {
+		t.Error("Apply shared a pointer with the template")
+	}
+	if !inplace.Apply(m, clusterv1.ObjectMeta{}, &clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{
+		NodeDeletionTimeoutSeconds: ptr.To[int32](50)}}) || ptr.Deref(m.Spec.Deletion.NodeDeletionTimeoutSeconds, -1) != 50 {
+		t.Errorf("node deletion timeout %v, want 50 from the template", m.Spec.Deletion.NodeDeletionTimeoutSeconds)
+	}
+	if inplace.Apply(m, meta, nil) {
+		t.Error("metadata-only Apply changed a Machine that has the metadata")
+	}
+}
+
+// RolloutSpec drops exactly the in-place fields and leaves the caller's spec alone.
+func TestRolloutSpec(t *testing.T) {
+	spec := &machine("m").Spec
+	spec.MinReadySeconds = ptr.To[int32](3)
+	spec.FailureDomain = "zone-a"
+	got := inplace.RolloutSpec(spec)
+	if got.MinReadySeconds != nil || got.Deletion.NodeDrainTimeoutSeconds != nil || got.Deletion.NodeDeletionTimeoutSeconds != nil ||
+		got.FailureDomain != "zone-a" {
+		t.Errorf("rollout spec %+v", got)
+	}
+	if spec.MinReadySeconds == nil || spec.Deletion.NodeDrainTimeoutSeconds == nil {
+		t.Error("RolloutSpec changed its argument")
+	}
+}
+
+// A Machine that changed under the propagation (optimistic-lock conflict) is skipped and
+// reported as stale; the others are still updated, and Machines being deleted are left alone.
+func TestPropagateSkipsConflicts(t *testing.T) {
+	a, b, gone := machine("a"), machine("b"), machine("gone")
+	gone.DeletionTimestamp, gone.Finalizers = ptr.To(metav1.Now()), []string{"f"}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(a, b, gone).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "a" {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "machines"}, "a", nil)
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		}}).Build()
+	ctx := context.Background()
+	var listed []*clusterv1.Machine
+	for _, name := range []string{"a", "b", "gone"} {
+		m := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, m); err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, m)
+	}
+	meta := clusterv1.ObjectMeta{Labels: map[string]string{"team": "blue"}}
+	changed, stale, err := inplace.Propagate(ctx, c, listed, meta, nil)
+	if err != nil || changed != 1 || !stale {
+		t.Fatalf("changed %d stale %v err %v, want 1 true nil", changed, stale, err)
+	}
+	for name, want := range map[string]string{"a": "red", "b": "blue", "gone": "red"} {
+		m := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Labels["team"] != want {
+			t.Errorf("Machine %s team=%s, want %s", name, m.Labels["team"], want)
+		}
+	}
+	if listed[1].Labels["team"] != "red" {
+		t.Error("Propagate changed the listed (cache) copy")
+	}
+}
