@@ -28,7 +28,28 @@ type xImage struct {
 	ENASupport         bool   `xml:"enaSupport"`
 	PlatformDetails    string `xml:"platformDetails"`
 	BootMode           string `xml:"bootMode"`
+	// BlockDeviceMappings is the image's root volume: its device, snapshot and size, which
+	// clients read to size and name the root volume of the instances they launch.
+	BlockDeviceMappings []xImageBlockDevice `xml:"blockDeviceMapping>item"`
 }
+
+type xImageBlockDevice struct {
+	DeviceName string `xml:"deviceName"`
+	EBS        struct {
+		SnapshotID          string `xml:"snapshotId"`
+		VolumeSize          int32  `xml:"volumeSize"`
+		DeleteOnTermination bool   `xml:"deleteOnTermination"`
+		VolumeType          string `xml:"volumeType"`
+		Encrypted           bool   `xml:"encrypted"`
+	} `xml:"ebs"`
+}
+
+// imageRootDevice and imageRootGiB describe every catalogue image's root volume: the device
+// the front's instances boot from and the size of an RHCOS image's root snapshot.
+const (
+	imageRootDevice = "/dev/xvda"
+	imageRootGiB    = 16
+)
 
 type describeImagesResult struct {
 	head
@@ -83,10 +104,16 @@ func ownerMatch(owners []string, owner, self string) bool {
 }
 
 func xImageOf(im api.Image) xImage {
-	return xImage{ImageID: im.ImageID, ImageLocation: im.Owner + "/" + im.Name, ImageState: "available",
+	x := xImage{ImageID: im.ImageID, ImageLocation: im.Owner + "/" + im.Name, ImageState: "available",
 		ImageOwnerID: im.Owner, CreationDate: im.CreationDate, IsPublic: true, Architecture: ec2Arch(im.Architecture),
-		ImageType: "machine", Name: im.Name, Description: im.Name, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",
+		ImageType: "machine", Name: im.Name, Description: im.Name, RootDeviceType: "ebs", RootDeviceName: imageRootDevice,
 		VirtualizationType: "hvm", Hypervisor: "xen", ENASupport: true, PlatformDetails: "Linux/UNIX", BootMode: "uefi-preferred"}
+	root := xImageBlockDevice{DeviceName: imageRootDevice}
+	// The snapshot's ID is derived from the image's, so it is stable across restarts.
+	root.EBS.SnapshotID = "snap-" + strings.TrimPrefix(im.ImageID, "ami-")
+	root.EBS.VolumeSize, root.EBS.DeleteOnTermination, root.EBS.VolumeType = imageRootGiB, true, "gp3"
+	x.BlockDeviceMappings = []xImageBlockDevice{root}
+	return x
 }
 
 type xInstanceTypeInfo struct {

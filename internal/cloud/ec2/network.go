@@ -306,3 +306,49 @@ func ec2Arch(a string) string {
 	}
 	return "x86_64"
 }
+
+type xDHCPOptions struct {
+	DHCPOptionsID  string               `xml:"dhcpOptionsId"`
+	OwnerID        string               `xml:"ownerId"`
+	Configurations []xDHCPConfiguration `xml:"dhcpConfigurationSet>item"`
+	Tags           []xTag               `xml:"tagSet>item"`
+}
+
+type xDHCPConfiguration struct {
+	Key    string   `xml:"key"`
+	Values []string `xml:"valueSet>item>value"`
+}
+
+type describeDHCPOptionsResult struct {
+	head
+	Options []xDHCPOptions `xml:"dhcpOptionsSet>item"`
+}
+
+// describeDHCPOptions answers for the VPC's one options set, AWS's default for the region:
+// Amazon-provided DNS and the region's internal domain name (ec2.internal in us-east-1).
+func (f *Front) describeDHCPOptions(c *call) (any, error) {
+	id := "dopt-" + strings.TrimPrefix(f.net.aws.VPC.ID, "vpc-")
+	domain := f.net.region + ".compute.internal"
+	if f.net.region == "us-east-1" {
+		domain = "ec2.internal"
+	}
+	req, err := f.describe(c, describeSpec{ids: "DhcpOptionsId", maxPage: 1000,
+		filters: []string{"dhcp-options-id", "key", "value", "owner-id"},
+		check:   exist(func(got string) bool { return got == id }, "InvalidDhcpOptionID.NotFound", "DHCP options")})
+	if err != nil {
+		return nil, err
+	}
+	opts := xDHCPOptions{DHCPOptionsID: id, OwnerID: f.net.account, Tags: []xTag{}, Configurations: []xDHCPConfiguration{
+		{Key: "domain-name", Values: []string{domain}},
+		{Key: "domain-name-servers", Values: []string{"AmazonProvidedDNS"}},
+	}}
+	get := func(name string) []string {
+		return map[string][]string{"dhcp-options-id": {id}, "owner-id": {f.net.account},
+			"key": {"domain-name", "domain-name-servers"}, "value": {domain, "AmazonProvidedDNS"}}[name]
+	}
+	out := &describeDHCPOptionsResult{Options: []xDHCPOptions{}}
+	if matches(req.filters, nil, get) {
+		out.Options = append(out.Options, opts)
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package ec2_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,6 +65,11 @@ func TestNetworkModel(t *testing.T) {
 		Filters: []types.Filter{filter("name", "rhcos-9.6*"), filter("architecture", "x86_64")}})
 	if err != nil || len(imgs.Images) != 1 || aws.ToString(imgs.Images[0].ImageId) != rhcosAMI || aws.ToString(imgs.Images[0].CreationDate) == "" {
 		t.Fatalf("DescribeImages: %+v, %v", imgs, err)
+	}
+	// The root volume, as CAPA reads it to size an instance's root device.
+	if bdm := imgs.Images[0].BlockDeviceMappings; len(bdm) != 1 || aws.ToString(bdm[0].DeviceName) != aws.ToString(imgs.Images[0].RootDeviceName) ||
+		bdm[0].Ebs == nil || aws.ToInt32(bdm[0].Ebs.VolumeSize) != 16 || !strings.HasPrefix(aws.ToString(bdm[0].Ebs.SnapshotId), "snap-") {
+		t.Errorf("DescribeImages block device mappings: %+v", bdm)
 	}
 	if none, err := c.DescribeImages(cx, &awsec2.DescribeImagesInput{Owners: []string{"self"}}); err != nil || len(none.Images) != 0 {
 		t.Errorf("images owned by self: %+v, %v", none, err)
@@ -164,4 +170,42 @@ func TestSTSAndLoadBalancers(t *testing.T) {
 	wantCode(t, err, "InvalidTarget", "i-0000000000000000f")
 	_, err = v2.DescribeTargetHealth(ctx(t), &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String("arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/x/1")})
 	wantCode(t, err, "TargetGroupNotFound", "TargetGroupArn")
+}
+
+// TestDHCPOptions: the VPC's DHCP options set, as CAPA looks it up to learn the VPC's domain
+// name (DescribeVpcs, then DescribeDhcpOptions of its dhcpOptionsId), is AWS's default one.
+func TestDHCPOptions(t *testing.T) {
+	e := start(t)
+	c, cx := e.ec2, ctx(t)
+
+	vpcs, err := c.DescribeVpcs(cx, &awsec2.DescribeVpcsInput{VpcIds: []string{vpcID}})
+	if err != nil || len(vpcs.Vpcs) != 1 || aws.ToString(vpcs.Vpcs[0].DhcpOptionsId) == "" {
+		t.Fatalf("DescribeVpcs: %+v, %v", vpcs, err)
+	}
+	id := aws.ToString(vpcs.Vpcs[0].DhcpOptionsId)
+	out, err := c.DescribeDhcpOptions(cx, &awsec2.DescribeDhcpOptionsInput{DhcpOptionsIds: []string{id}})
+	if err != nil || len(out.DhcpOptions) != 1 || aws.ToString(out.DhcpOptions[0].DhcpOptionsId) != id {
+		t.Fatalf("DescribeDhcpOptions %s: %+v, %v", id, out, err)
+	}
+	got := map[string]string{}
+	for _, cfg := range out.DhcpOptions[0].DhcpConfigurations {
+		if len(cfg.Values) != 1 {
+			t.Fatalf("DHCP configuration %s has values %+v, want one", aws.ToString(cfg.Key), cfg.Values)
+		}
+		got[aws.ToString(cfg.Key)] = aws.ToString(cfg.Values[0].Value)
+	}
+	if got["domain-name"] != "ec2.internal" || got["domain-name-servers"] != "AmazonProvidedDNS" {
+		t.Errorf("DHCP configurations %v, want us-east-1's default (ec2.internal, AmazonProvidedDNS)", got)
+	}
+
+	byKey, err := c.DescribeDhcpOptions(cx, &awsec2.DescribeDhcpOptionsInput{Filters: []types.Filter{filter("key", "domain-name")}})
+	if err != nil || len(byKey.DhcpOptions) != 1 {
+		t.Errorf("DescribeDhcpOptions key=domain-name: %+v, %v", byKey, err)
+	}
+	none, err := c.DescribeDhcpOptions(cx, &awsec2.DescribeDhcpOptionsInput{Filters: []types.Filter{filter("value", "example.com")}})
+	if err != nil || len(none.DhcpOptions) != 0 {
+		t.Errorf("DescribeDhcpOptions value=example.com: %+v, %v", none, err)
+	}
+	_, err = c.DescribeDhcpOptions(cx, &awsec2.DescribeDhcpOptionsInput{DhcpOptionsIds: []string{"dopt-0000000000000000f"}})
+	wantCode(t, err, "InvalidDhcpOptionID.NotFound", "dopt-0000000000000000f")
 }

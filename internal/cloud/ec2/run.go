@@ -368,8 +368,8 @@ func parseBlockDevices(p *params) ([]api.EC2BlockDevice, error) {
 		ebs.str("SnapshotId")
 		out = append(out, b)
 	}
-	if !slices.ContainsFunc(out, func(b api.EC2BlockDevice) bool { return b.DeviceName == "/dev/xvda" }) {
-		out = append([]api.EC2BlockDevice{{DeviceName: "/dev/xvda", SizeGiB: 16, VolumeType: "gp3", DeleteOnTermination: true}}, out...)
+	if !slices.ContainsFunc(out, func(b api.EC2BlockDevice) bool { return b.DeviceName == imageRootDevice }) {
+		out = append([]api.EC2BlockDevice{{DeviceName: imageRootDevice, SizeGiB: imageRootGiB, VolumeType: "gp3", DeleteOnTermination: true}}, out...)
 	}
 	return out, nil
 }

@@ -29,6 +29,7 @@ func init() {
 			"DescribeSubnets":                 ro((*Front).describeSubnets),
 			"DescribeSecurityGroups":          ro((*Front).describeSecurityGroups),
 			"DescribeVpcs":                    ro((*Front).describeVpcs),
+			"DescribeDhcpOptions":             ro((*Front).describeDHCPOptions),
 			"DescribeAvailabilityZones":       ro((*Front).describeAvailabilityZones),
 			"DescribeInstanceTypes":           ro((*Front).describeInstanceTypes),
 			"DescribeNetworkInterfaces":       ro((*Front).describeNetworkInterfaces),
