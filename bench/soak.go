@@ -115,6 +115,11 @@ func runSoak(o soakOptions) (*soakReport, error) {
 	stopCheck()
 	<-done
 	e.keep = err != nil || s.rep.failed()
+	if d, perr := time.ParseDuration(os.Getenv("MACHINA_SOAK_HOLD")); perr == nil && e.keep {
+		// Leave the lab and the manager running for a look at the objects.
+		fmt.Fprintf(os.Stderr, "soak failed; the lab stays up for %s: kubectl --kubeconfig %s\n", d, e.lab.KubeconfigPath)
+		time.Sleep(d)
+	}
 	return s.rep, err
 }
 
