@@ -32,6 +32,9 @@ type upFlags struct {
 	clusterName  string
 	platform     string
 	ec2Listen    string
+	capa         bool
+	// startCAPA starts CAPA; nil is (*lab.Lab).StartCAPA (tests replace it).
+	startCAPA startCAPAFunc
 	// changed reports whether a flag was given on the command line.
 	changed func(name string) bool
 }
@@ -64,7 +67,11 @@ func newUpCommandWith(f *upFlags) *cobra.Command {
   - a demo cluster for --platform: "sim" (the default) seeds a cluster on the simulated
     provider; "aws" seeds an OpenShift-style cluster on the EC2 front (Infrastructure with
     platform AWS, worker user data, credentials Secret, two AWS MachineSets in two zones)
-    whose Machines the Machine API AWS actuator launches through the EC2 API.
+    whose Machines the Machine API AWS actuator launches through the EC2 API,
+  - with --platform aws, the upstream Cluster API Provider AWS controller (CAPA) next to
+    machina's, talking to the EC2 front, for the Cluster API side of a migration; its log
+    is logs/capa.log. Its first start builds it from source (about 10 minutes on 2 cores);
+    --capa=false skips it.
 
 The first run builds the control-plane binaries from source (about 5-6 minutes on 2 cores);
 they are cached by version and later starts take a few seconds.
@@ -90,6 +97,7 @@ lets kubectl (or any client) reach the lab.`,
 	cmd.Flags().BoolVar(&f.noDemo, "no-demo", false, "start an empty lab: no cluster objects, MachineSets or MachineHealthCheck")
 	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "lab", "name of the demo cluster (Infrastructure, Cluster, SimCluster); --platform sim only")
 	cmd.Flags().StringVar(&f.platform, "platform", "sim", "infrastructure platform of the demo cluster: "+strings.Join(upPlatformNames(), " or "))
+	cmd.Flags().BoolVar(&f.capa, "capa", true, capaFlagHelp)
 	cmd.Flags().StringVar(&f.ec2Listen, "ec2-listen", "127.0.0.1:0", "loopback address of the simulated cloud's EC2 front")
 	f.changed = cmd.Flags().Changed
 	return cmd
@@ -98,7 +106,11 @@ lets kubectl (or any client) reach the lab.`,
 func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	if _, err := f.platformOf(); err != nil {
+	plat, err := f.platformOf()
+	if err != nil {
+		return err
+	}
+	if _, err := f.capaFor(plat); err != nil {
 		return err
 	}
 	dir, err := filepath.Abs(f.stateDir)
@@ -146,23 +158,34 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 		fmt.Fprintln(progress, "machina up: stopped")
 	}()
 
-	fmt.Fprintf(out, `
+	fmt.Fprint(out, u.banner(dir))
+	return u.wait(ctx)
+}
+
+// banner is what `up` prints once everything runs: how to reach the lab and its endpoints.
+func (u *upLab) banner(dir string) string {
+	capa := ""
+	if u.capa != nil {
+		capa = fmt.Sprintf("CAPA controller: health %s   log %s\n", u.capa.HealthURL, u.capa.LogPath)
+	}
+	return fmt.Sprintf(`
 machina lab is up. In another terminal:
 
   export KUBECONFIG=%s
   %s
 
 Simulated cloud: %s   EC2 endpoint: %s   Metrics: http://%s/metrics   Press Ctrl-C to stop.
-Data is kept in %s (logs in %s).
-`, u.lab.KubeconfigPath, u.next, u.cloud.URL(), u.cloud.EC2().URL(), u.metricsAddr, dir, filepath.Join(dir, "logs"))
-	return u.wait(ctx)
+%sData is kept in %s (logs in %s).
+`, u.lab.KubeconfigPath, u.next, u.cloud.URL(), u.cloud.EC2().URL(), u.metricsAddr, capa, dir, filepath.Join(dir, "logs"))
 }
 
 // upLab is what `machina up` runs: the control plane, the simulated cloud with its EC2
 // front, the controllers in this process and the seeded cluster.
 type upLab struct {
-	lab         *lab.Lab
-	cloud       *server.Server
+	lab   *lab.Lab
+	cloud *server.Server
+	// capa is the upstream CAPA controller, nil when it does not run.
+	capa        *lab.CAPA
 	metricsAddr string
 	// next is what to try first, shown to the user.
 	next string
@@ -174,10 +197,15 @@ type upLab struct {
 	reported chan struct{}
 }
 
-// startUpLab starts everything `machina up` runs in dir and seeds the platform's cluster
-// (unless --no-demo). On error, everything started so far is stopped.
+// startUpLab starts everything `machina up` runs in dir, seeds the platform's cluster
+// (unless --no-demo) and then starts CAPA if the platform runs it. On error, everything
+// started so far is stopped.
 func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer) (u *upLab, err error) {
 	plat, err := f.platformOf()
+	if err != nil {
+		return nil, err
+	}
+	withCAPA, err := f.capaFor(plat)
 	if err != nil {
 		return nil, err
 	}
@@ -217,21 +245,25 @@ func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer)
 	}()
 	fmt.Fprintf(progress, "machina up: %d controller group(s) running: %s\n", len(groups), groupNames(groups))
 	u.next = "kubectl get machines.machine.openshift.io -A"
-	if f.noDemo {
-		return u, nil
+	if !f.noDemo {
+		s, c, err := seedPlatform(ctx, l, f, plat, front.ExportLine())
+		if err != nil {
+			return u, fmt.Errorf("seeding the %s cluster: %w", plat.name, err)
+		}
+		fmt.Fprintf(progress, "machina up: %s\n", s.summary)
+		u.next = s.next
+		mapiNS, _ := env.Namespaces()
+		u.reported = make(chan struct{})
+		go func() {
+			defer close(u.reported)
+			reportMachines(ctx, c, mapiNS, progress)
+		}()
 	}
-	s, c, err := seedPlatform(ctx, l, f, plat, front.ExportLine())
-	if err != nil {
-		return u, fmt.Errorf("seeding the %s cluster: %w", plat.name, err)
+	if withCAPA {
+		if u.capa, err = startUpCAPA(ctx, l, f, front, progress); err != nil {
+			return u, err
+		}
 	}
-	fmt.Fprintf(progress, "machina up: %s\n", s.summary)
-	u.next = s.next
-	mapiNS, _ := env.Namespaces()
-	u.reported = make(chan struct{})
-	go func() {
-		defer close(u.reported)
-		reportMachines(ctx, c, mapiNS, progress)
-	}()
 	return u, nil
 }
 
@@ -256,8 +288,11 @@ func (u *upLab) wait(ctx context.Context) error {
 	}
 }
 
-// stop ends the controllers, the cloud and the control plane, in that order.
+// stop ends the controllers (CAPA's with its webhook registrations, while kube-apiserver
+// still runs, then machina's), the cloud and the control plane, in that order.
 func (u *upLab) stop() {
+	u.capa.Stop()
+	u.capa = nil
 	u.cancel()
 	// The manager logs its own shutdown error; stopping is not a failure.
 	for _, done := range []chan struct{}{u.mgrDone, u.reported} {

@@ -30,7 +30,8 @@ import (
 )
 
 // TestUpPlatformFlag: --platform refuses unknown values, listing the known ones, and
-// --cluster-name where it does not apply, before anything starts.
+// --cluster-name and --capa where they do not apply, before anything starts; --help says
+// what --capa costs.
 func TestUpPlatformFlag(t *testing.T) {
 	dir := t.TempDir()
 	_, errOut, code := runCommand(t, newUpCommand, "--state-dir", dir, "--platform", "gcp")
@@ -41,6 +42,12 @@ func TestUpPlatformFlag(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--cluster-name applies to --platform sim only") {
 		t.Errorf("exit %d, want 2 naming --cluster-name: %s", code, errOut)
 	}
+	_, errOut, code = runCommand(t, newUpCommand, "--state-dir", dir, "--capa")
+	if code != 2 || !strings.Contains(errOut, "--capa applies to --platform aws only") {
+		t.Errorf("exit %d, want 2 naming --capa: %s", code, errOut)
+	}
+	help, _, _ := runCommand(t, newUpCommand, "--help")
+	wantAll(t, "up --help", help, "--capa", "Cluster API Provider AWS", "about 10 minutes on 2 cores", "--capa=false skips it")
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("a refused start left %d entries in the state directory", len(entries))
 	}
@@ -49,8 +56,9 @@ func TestUpPlatformFlag(t *testing.T) {
 // TestUpAWSLab starts the lab as `machina up --platform aws` does (startUpLab) and checks the
 // seeded OpenShift-style cluster: its Machines run as EC2 instances of the front with
 // aws:///<zone>/i-… provider IDs and Nodes, the MachineSets carry the scale-from-zero
-// annotations of their instance type, describe and plan read it, and the same state
-// directory refuses to start as another platform.
+// annotations of their instance type, describe and plan read it, the upstream CAPA
+// controller runs next to machina's and nothing of it remains once the lab stopped, and the
+// same state directory refuses to start as another platform.
 func TestUpAWSLab(t *testing.T) {
 	dir := t.TempDir()
 	f := &upFlags{}
@@ -100,9 +108,12 @@ func TestUpAWSLab(t *testing.T) {
 	}
 	wantAll(t, "describe", out, append(cl.MachineSetNames(), cl.Name)...)
 	waitPlanReady(t, u.lab.KubeconfigPath, cl)
+	checkCAPARunning(t, u, dir, progress.String())
 
+	pids, healthURL := u.lab.PIDs(), u.capa.HealthURL
 	u.stop()
 	stopped = true
+	checkCAPAGone(t, dir, pids, healthURL)
 	f.platform = "sim"
 	if _, err := startUpLab(context.Background(), dir, f, &progress); err == nil || !strings.Contains(err.Error(), "was seeded with --platform aws") {
 		t.Fatalf("restarting the AWS lab as --platform sim: %v, want a refusal naming --platform aws", err)

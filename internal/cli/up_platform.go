@@ -31,7 +31,9 @@ type upPlatform struct {
 	infraType configv1.PlatformType
 	// controllers is the --controllers default.
 	controllers string
-	seed        func(ctx context.Context, in seedInput) (seeded, error)
+	// capa is whether the upstream CAPA controller runs next to machina's (--capa).
+	capa bool
+	seed func(ctx context.Context, in seedInput) (seeded, error)
 }
 
 // awsLabReplicas is how many Machines each of the AWS lab's worker MachineSets starts with.
@@ -44,7 +46,7 @@ const awsLabReplicas = 1
 func upPlatforms() []upPlatform {
 	return []upPlatform{
 		{name: "sim", infraType: configv1.NonePlatformType, controllers: "*", seed: seedSim},
-		{name: "aws", infraType: configv1.AWSPlatformType, controllers: "*,-sim", seed: seedAWS},
+		{name: "aws", infraType: configv1.AWSPlatformType, controllers: "*,-sim", capa: true, seed: seedAWS},
 	}
 }
 

@@ -48,20 +48,7 @@ func TestCAPAProvisionsThroughEC2Front(t *testing.T) {
 	front := e.Server.EC2()
 	ctx := context.Background()
 	mapiNS, capiNS := manager.Env{}.Namespaces()
-
-	startCtx, cancel := context.WithTimeout(ctx, 40*time.Minute)
-	defer cancel()
-	capa, err := e.Lab.StartCAPA(startCtx, lab.CAPAOptions{EC2URL: e.EC2URL, Region: front.Region(), Namespace: capiNS,
-		Progress: logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logErrors(t, capa.LogPath)
-		}
-		capa.Stop()
-	})
+	startCAPA(t, e, capiNS)
 
 	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
 	if err != nil {
@@ -128,12 +115,7 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 	t.Helper()
 	ctx := context.Background()
 	mapiMS := cl.MachineSet(name, zone, 1)
-	userData := &corev1.Secret{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: demo.UserDataSecret}, userData); err != nil {
-		t.Fatal(err)
-	}
-	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: cl.ClusterAPINamespace},
-		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}}
+	bootstrap := bootstrapSecret(t, e, cl)
 
 	p, err := awsconvert.FromInfrastructure(cl.Infrastructure())
 	if err != nil {
@@ -165,12 +147,48 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 				},
 			},
 		}}
-	for _, o := range []client.Object{bootstrap, tmpl, ms} {
+	for _, o := range []client.Object{tmpl, ms} {
 		if err := e.Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
 	return ms
+}
+
+// startCAPA starts the upstream CAPA manager against the lab and its EC2 front, limited to
+// the Cluster API namespace, and stops it (logging its last errors on failure) at cleanup.
+func startCAPA(t *testing.T, e *testenv.Env, namespace string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	capa, err := e.Lab.StartCAPA(ctx, lab.CAPAOptions{EC2URL: e.EC2URL, Region: e.Server.EC2().Region(), Namespace: namespace,
+		Progress: logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logErrors(t, capa.LogPath)
+		}
+		capa.Stop()
+	})
+}
+
+// bootstrapSecret creates the worker user data Secret OpenShift gives the Cluster API
+// namespace: the Machine API one's Ignition under "value", format ignition.
+func bootstrapSecret(t *testing.T, e *testenv.Env, cl demo.AWSCluster) *corev1.Secret {
+	t.Helper()
+	ctx := context.Background()
+	userData := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: demo.UserDataSecret}, userData); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: cl.ClusterAPINamespace},
+		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}}
+	if err := e.Client.Create(ctx, bootstrap); err != nil {
+		t.Fatalf("creating the bootstrap Secret: %v", err)
+	}
+	return bootstrap
 }
 
 // checkUserData: the instance boots with the bootstrap Secret's Ignition unchanged, as EC2
