@@ -10,7 +10,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
@@ -143,31 +142,7 @@ func (cl AWSCluster) MachineSet(name, zone string, replicas int32) *machinev1bet
 		BlockDevices: []machinev1beta1.BlockDeviceMappingSpec{{EBS: &machinev1beta1.EBSBlockDeviceSpec{
 			Encrypted: ptr.To(true), VolumeSize: ptr.To[int64](120), VolumeType: ptr.To("gp3")}}},
 	})
-	selector := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":    cl.Name,
-		"machine.openshift.io/cluster-api-machineset": name,
-	}
-	tmplLabels := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":      cl.Name,
-		"machine.openshift.io/cluster-api-machineset":   name,
-		"machine.openshift.io/cluster-api-machine-role": "worker",
-		"machine.openshift.io/cluster-api-machine-type": "worker",
-	}
-	return &machinev1beta1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.MachineAPINamespace,
-			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cl.Name}},
-		Spec: machinev1beta1.MachineSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: metav1.LabelSelector{MatchLabels: selector},
-			Template: machinev1beta1.MachineTemplateSpec{
-				ObjectMeta: machinev1beta1.ObjectMeta{Labels: tmplLabels},
-				Spec: machinev1beta1.MachineSpec{
-					ObjectMeta:   machinev1beta1.ObjectMeta{Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
-					ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}},
-				},
-			},
-		},
-	}
+	return workerMachineSet(cl.Name, cl.MachineAPINamespace, name, replicas, raw)
 }
 
 // EnsureAWSCluster creates whatever of the cluster's objects is missing (workload included,

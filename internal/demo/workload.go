@@ -53,22 +53,28 @@ func machineSet(cl Cluster, name, zone string, replicas int32) *machinev1beta1.M
 		Region:   cl.Region, Zone: zone, InstanceType: "s1.medium", Image: "sim-rhcos-9",
 		UserDataSecret: &corev1.LocalObjectReference{Name: UserDataSecret},
 	})
-	labels := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":    cl.Name,
+	return workerMachineSet(cl.Name, cl.MachineAPINamespace, name, replicas, raw)
+}
+
+// workerMachineSet is a Machine API worker MachineSet of cluster clusterName in namespace ns
+// with the installer's labels and the providerSpec raw.
+func workerMachineSet(clusterName, ns, name string, replicas int32, raw []byte) *machinev1beta1.MachineSet {
+	selector := map[string]string{
+		"machine.openshift.io/cluster-api-cluster":    clusterName,
 		"machine.openshift.io/cluster-api-machineset": name,
 	}
 	tmplLabels := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":      cl.Name,
+		"machine.openshift.io/cluster-api-cluster":      clusterName,
 		"machine.openshift.io/cluster-api-machineset":   name,
 		"machine.openshift.io/cluster-api-machine-role": "worker",
 		"machine.openshift.io/cluster-api-machine-type": "worker",
 	}
 	return &machinev1beta1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.MachineAPINamespace,
-			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cl.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": clusterName}},
 		Spec: machinev1beta1.MachineSetSpec{
 			Replicas: ptr.To(replicas),
-			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Selector: metav1.LabelSelector{MatchLabels: selector},
 			Template: machinev1beta1.MachineTemplateSpec{
 				ObjectMeta: machinev1beta1.ObjectMeta{Labels: tmplLabels},
 				Spec: machinev1beta1.MachineSpec{

@@ -2,9 +2,7 @@ package lab
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/machina-dev/machina/internal/flock"
 )
 
 // Versions of the control plane the lab builds. They must match hack/tools/go.mod.
@@ -59,10 +55,28 @@ func CacheDir() (string, error) {
 	return filepath.Join(d, "machina"), nil
 }
 
-// binaryKey names the cache entry: the versions plus a digest of the pinned module graph.
-func binaryKey() string {
-	sum := sha256.Sum256(append(append([]byte{}, toolsGoMod...), toolsGoSum...))
-	return fmt.Sprintf("kube-%s-etcd-%s-%s", KubernetesVersion, EtcdVersion, hex.EncodeToString(sum[:])[:12])
+// controlPlaneBuild builds etcd, kube-apiserver and kube-controller-manager.
+var controlPlaneBuild = moduleBuild{
+	what:     "etcd " + EtcdVersion + ", kube-apiserver and kube-controller-manager " + KubernetesVersion,
+	version:  "kube-" + KubernetesVersion + "-etcd-" + EtcdVersion,
+	goMod:    toolsGoMod,
+	goSum:    toolsGoSum,
+	out:      "bin",
+	estimate: "this happens once per version and takes about 5-6 minutes on 2 cores; later starts take seconds",
+	complete: func(dir string) error {
+		b := binariesIn(dir)
+		return allExecutable(b.Etcd, b.KubeAPIServer, b.KubeControllerManager)
+	},
+	build: buildControlPlane,
+}
+
+// binariesIn names the control-plane executables in dir.
+func binariesIn(dir string) Binaries {
+	return Binaries{
+		Etcd:                  filepath.Join(dir, "etcd"),
+		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
+	}
 }
 
 // EnsureBinaries returns the control-plane binaries, building them on first use.
@@ -73,11 +87,7 @@ func binaryKey() string {
 // (parallel test packages) wait on a file lock for one build. Progress goes to progress.
 func EnsureBinaries(ctx context.Context, progress io.Writer) (Binaries, error) {
 	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
-		b := Binaries{
-			Etcd:                  filepath.Join(assets, "etcd"),
-			KubeAPIServer:         filepath.Join(assets, "kube-apiserver"),
-			KubeControllerManager: filepath.Join(assets, "kube-controller-manager"),
-		}
+		b := binariesIn(assets)
 		if err := allExecutable(b.Etcd, b.KubeAPIServer); err != nil {
 			return Binaries{}, fmt.Errorf("KUBEBUILDER_ASSETS=%s: %w", assets, err)
 		}
@@ -86,37 +96,11 @@ func EnsureBinaries(ctx context.Context, progress io.Writer) (Binaries, error) {
 		}
 		return b, nil
 	}
-	cache, err := CacheDir()
+	dir, err := controlPlaneBuild.ensure(ctx, progress)
 	if err != nil {
 		return Binaries{}, err
 	}
-	dir := filepath.Join(cache, binaryKey())
-	b := Binaries{
-		Etcd:                  filepath.Join(dir, "bin", "etcd"),
-		KubeAPIServer:         filepath.Join(dir, "bin", "kube-apiserver"),
-		KubeControllerManager: filepath.Join(dir, "bin", "kube-controller-manager"),
-	}
-	if allExecutable(b.Etcd, b.KubeAPIServer, b.KubeControllerManager) == nil {
-		return b, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Binaries{}, err
-	}
-	unlock, err := flock.Lock(ctx, filepath.Join(dir, "build.lock"), func() {
-		fmt.Fprintln(progress, "lab: another process is building the control-plane binaries; waiting for it")
-	})
-	if err != nil {
-		return Binaries{}, err
-	}
-	defer unlock()
-	// Another process may have finished the build while we waited for the lock.
-	if allExecutable(b.Etcd, b.KubeAPIServer, b.KubeControllerManager) == nil {
-		return b, nil
-	}
-	if err := build(ctx, dir, progress); err != nil {
-		return Binaries{}, err
-	}
-	return b, allExecutable(b.Etcd, b.KubeAPIServer, b.KubeControllerManager)
+	return binariesIn(dir), nil
 }
 
 func allExecutable(paths ...string) error {
@@ -132,25 +116,8 @@ func allExecutable(paths ...string) error {
 	return nil
 }
 
-// build compiles the binaries into dir/bin, going through a scratch directory and a rename
-// so an interrupted build never leaves a half-written binary in place.
-func build(ctx context.Context, dir string, progress io.Writer) error {
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), toolsGoMod, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.sum"), toolsGoSum, 0o644); err != nil {
-		return err
-	}
-	scratch, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(scratch)
-
+// buildControlPlane compiles the control-plane binaries from the module in src into scratch.
+func buildControlPlane(ctx context.Context, src, scratch string, start time.Time, progress io.Writer) error {
 	minor := strings.Split(strings.TrimPrefix(KubernetesVersion, "v"), ".")[1]
 	ldflags := strings.Join([]string{"-s", "-w",
 		"-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion,
@@ -160,23 +127,11 @@ func build(ctx context.Context, dir string, progress io.Writer) error {
 		"-X k8s.io/client-go/pkg/version.gitMajor=1",
 		"-X k8s.io/client-go/pkg/version.gitMinor=" + minor,
 	}, " ")
-	fmt.Fprintf(progress, "lab: building etcd %s, kube-apiserver and kube-controller-manager %s from source into %s\n",
-		EtcdVersion, KubernetesVersion, dir)
-	fmt.Fprintln(progress, "lab: this happens once per version and takes about 5-6 minutes on 2 cores; later starts take seconds")
-
-	start := time.Now()
 	for _, bin := range binaryPackages {
-		args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", filepath.Join(scratch, bin.name), bin.pkg}
-		if err := runWithProgress(ctx, src, progress, "lab: building "+bin.name, start, "go", args...); err != nil {
-			return fmt.Errorf("building %s: %w", bin.name, err)
+		if err := goBuild(ctx, bin.name, src, bin.pkg, filepath.Join(scratch, bin.name), ldflags, start, progress); err != nil {
+			return err
 		}
 	}
-	bin := filepath.Join(dir, "bin")
-	_ = os.RemoveAll(bin)
-	if err := os.Rename(scratch, bin); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "lab: control-plane binaries ready after %s\n", time.Since(start).Round(time.Second))
 	return nil
 }
 

@@ -2,9 +2,7 @@ package lab
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/machina-dev/machina/internal/flock"
 )
 
 // CAPAVersion is the Cluster API Provider AWS release the lab runs: the version machina's
@@ -52,10 +48,22 @@ var capaManifests = []string{
 	"config/crd/kustomization.yaml",
 }
 
-// capaKey names the cache entry: the version plus a digest of the pinned module graph.
-func capaKey() string {
-	sum := sha256.Sum256(append(append([]byte{}, capaGoMod...), capaGoSum...))
-	return fmt.Sprintf("capa-%s-%s", CAPAVersion, hex.EncodeToString(sum[:])[:12])
+// capaBuild builds CAPA's manager and copies the release's manifests next to it.
+var capaBuild = moduleBuild{
+	what:     "the Cluster API Provider AWS " + CAPAVersion + " controller",
+	version:  "capa-" + CAPAVersion,
+	goMod:    capaGoMod,
+	goSum:    capaGoSum,
+	out:      "dist",
+	estimate: "this happens once per version and takes about 10 minutes on 2 cores; later starts take seconds",
+	complete: capaComplete,
+	build: func(ctx context.Context, src, scratch string, start time.Time, progress io.Writer) error {
+		ldflags := "-s -w -X sigs.k8s.io/cluster-api-provider-aws/v2/version.gitVersion=" + CAPAVersion
+		if err := goBuild(ctx, "the CAPA controller", src, capaModule, filepath.Join(scratch, "manager"), ldflags, start, progress); err != nil {
+			return err
+		}
+		return copyCAPAManifests(ctx, src, scratch)
+	},
 }
 
 // EnsureCAPA returns CAPA's controller manager, building it on first use with `go build` from
@@ -63,88 +71,25 @@ func capaKey() string {
 // wait on a file lock for one build. Progress goes to progress. The build needs Go and the
 // module proxy (or a filled module cache) and takes about ten minutes on two cores.
 func EnsureCAPA(ctx context.Context, progress io.Writer) (CAPABuild, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
-	cache, err := CacheDir()
+	dist, err := capaBuild.ensure(ctx, progress)
 	if err != nil {
 		return CAPABuild{}, err
 	}
-	dir := filepath.Join(cache, capaKey())
-	b := CAPABuild{Manager: filepath.Join(dir, "dist", "manager"), Dir: filepath.Join(dir, "dist")}
-	if capaComplete(b) == nil {
-		return b, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return CAPABuild{}, err
-	}
-	unlock, err := flock.Lock(ctx, filepath.Join(dir, "build.lock"), func() {
-		fmt.Fprintln(progress, "lab: another process is building the CAPA controller; waiting for it")
-	})
-	if err != nil {
-		return CAPABuild{}, err
-	}
-	defer unlock()
-	if capaComplete(b) == nil {
-		return b, nil
-	}
-	if err := buildCAPA(ctx, dir, progress); err != nil {
-		return CAPABuild{}, fmt.Errorf("lab: building the Cluster API Provider AWS %s controller: %w", CAPAVersion, err)
-	}
-	return b, capaComplete(b)
+	return CAPABuild{Manager: filepath.Join(dist, "manager"), Dir: dist}, nil
 }
 
-// capaComplete checks that the build left the executable and every manifest.
-func capaComplete(b CAPABuild) error {
-	if err := allExecutable(b.Manager); err != nil {
+// capaComplete checks that the build left the executable and every manifest in dist.
+func capaComplete(dist string) error {
+	if err := allExecutable(filepath.Join(dist, "manager")); err != nil {
 		return err
 	}
 	for _, m := range capaManifests {
-		if _, err := os.Stat(filepath.Join(b.Dir, m)); err != nil {
+		if _, err := os.Stat(filepath.Join(dist, m)); err != nil {
 			return err
 		}
 	}
-	_, err := os.Stat(filepath.Join(b.Dir, "config", "crd", "bases"))
+	_, err := os.Stat(filepath.Join(dist, "config", "crd", "bases"))
 	return err
-}
-
-// buildCAPA compiles the manager and copies the manifests into dir/dist, through a scratch
-// directory and a rename so an interrupted build never leaves a partial result in place.
-func buildCAPA(ctx context.Context, dir string, progress io.Writer) error {
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), capaGoMod, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.sum"), capaGoSum, 0o644); err != nil {
-		return err
-	}
-	scratch, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(scratch)
-
-	fmt.Fprintf(progress, "lab: building the Cluster API Provider AWS controller %s from source into %s\n", CAPAVersion, dir)
-	fmt.Fprintln(progress, "lab: this happens once per version and takes about 10 minutes on 2 cores; later starts take seconds")
-	start := time.Now()
-	ldflags := "-s -w -X sigs.k8s.io/cluster-api-provider-aws/v2/version.gitVersion=" + CAPAVersion
-	args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", filepath.Join(scratch, "manager"), capaModule}
-	if err := runWithProgress(ctx, src, progress, "lab: building the CAPA controller", start, "go", args...); err != nil {
-		return err
-	}
-	if err := copyCAPAManifests(ctx, src, scratch); err != nil {
-		return err
-	}
-	dist := filepath.Join(dir, "dist")
-	_ = os.RemoveAll(dist)
-	if err := os.Rename(scratch, dist); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "lab: CAPA controller ready after %s\n", time.Since(start).Round(time.Second))
-	return nil
 }
 
 // copyCAPAManifests copies the release's RBAC, webhook and CRD manifests from the module

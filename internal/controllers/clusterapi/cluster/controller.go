@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
@@ -60,7 +61,7 @@ type Reconciler struct {
 
 	watcher *external.Watcher
 	probes  prober
-	writes  statusWrites
+	writes  setctl.StatusThrottle
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
@@ -71,6 +72,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller. Descendants (Machines and their sets and pools)
 // bring their Cluster back when they change, so deletion moves on as soon as they are gone.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writes.Interval = StatusInterval
 	toCluster := handler.EnqueueRequestsFromMapFunc(descendantToCluster)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-cluster").
@@ -107,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	orig := cl.DeepCopy()
 	defer func() {
 		cl.Status.ObservedGeneration = cl.Generation
-		if wait := r.writes.hold(req.NamespacedName, orig, cl); wait > 0 {
+		if wait := r.holdStatus(req.NamespacedName, orig, cl); wait > 0 {
 			cl.Status = *orig.Status.DeepCopy()
 			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
 				res.RequeueAfter = wait
@@ -125,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.updateStatus(ctx, cl, &res)
 		if !controllerutil.ContainsFinalizer(cl, clusterv1.ClusterFinalizer) {
 			r.probes.forget(req.NamespacedName)
-			r.writes.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 		}
 		return res, err
 	}

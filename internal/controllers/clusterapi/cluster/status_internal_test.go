@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 )
 
 func machine(name string, trueConds ...string) *clusterv1.Machine {
@@ -99,27 +101,27 @@ func TestAvailableSummary(t *testing.T) {
 // A status change of counters or messages alone within StatusInterval of the last write is
 // held back; a condition's status change goes out at once; no change needs no write.
 func TestStatusWritesOnlyOnChange(t *testing.T) {
-	var w statusWrites
+	r := &Reconciler{writes: setctl.StatusThrottle{Interval: StatusInterval}}
 	key := types.NamespacedName{Namespace: "ns", Name: "c"}
 	before := &clusterv1.Cluster{}
 	setCondition(before, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionFalse, "NotAvailable", "* md-a: 1 of 2")
-	if wait := w.hold(key, before, before.DeepCopy()); wait != 0 {
+	if wait := r.holdStatus(key, before, before.DeepCopy()); wait != 0 {
 		t.Errorf("no change: hold %s, want 0", wait)
 	}
 	first := before.DeepCopy()
 	first.Status.Workers = &clusterv1.WorkersStatus{Replicas: ptr.To[int32](1)}
-	if wait := w.hold(key, before, first); wait != 0 {
+	if wait := r.holdStatus(key, before, first); wait != 0 {
 		t.Fatalf("first write held for %s", wait)
 	}
 	second := first.DeepCopy()
 	second.Status.Workers.Replicas = ptr.To[int32](2)
 	setCondition(second, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionFalse, "NotAvailable", "* md-a: 2 of 2")
-	if wait := w.hold(key, first, second); wait <= 0 || wait > StatusInterval {
+	if wait := r.holdStatus(key, first, second); wait <= 0 || wait > StatusInterval {
 		t.Errorf("counter and message change right after a write: hold %s, want (0, %s]", wait, StatusInterval)
 	}
 	third := second.DeepCopy()
 	setCondition(third, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionTrue, "Available", "")
-	if wait := w.hold(key, first, third); wait != 0 {
+	if wait := r.holdStatus(key, first, third); wait != 0 {
 		t.Errorf("condition status change: hold %s, want 0", wait)
 	}
 }

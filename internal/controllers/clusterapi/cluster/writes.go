@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,28 +14,10 @@ import (
 // generation changing goes out at once.
 const StatusInterval = 2 * time.Second
 
-// statusWrites remembers when each Cluster's status was last written.
-type statusWrites struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
-}
-
-// hold says how long to hold back the status change from before to after (0: write now).
-func (w *statusWrites) hold(key types.NamespacedName, before, after *clusterv1.Cluster) time.Duration {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.last == nil {
-		w.last = map[types.NamespacedName]time.Time{}
-	}
-	now := time.Now()
-	if last, ok := w.last[key]; ok && now.Sub(last) < StatusInterval && minorChange(before, after) {
-		return StatusInterval - now.Sub(last)
-	}
-	w.last[key] = now
-	return 0
+// holdStatus says how long to hold back the status change from before to after (0: write
+// now).
+func (r *Reconciler) holdStatus(key types.NamespacedName, before, after *clusterv1.Cluster) time.Duration {
+	return r.writes.Hold(key, !equality.Semantic.DeepEqual(before.Status, after.Status), minorChange(before, after))
 }
 
 // minorChange: only counters and condition messages differ.
@@ -53,10 +34,4 @@ func minorChange(before, after *clusterv1.Cluster) bool {
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(before), strip(after))
-}
-
-func (w *statusWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.last, key)
 }

@@ -12,7 +12,6 @@ package machinedeployment
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -47,8 +46,7 @@ type Reconciler struct {
 	// MaxConcurrentReconciles defaults to 5.
 	MaxConcurrentReconciles int
 
-	mu         sync.Mutex
-	lastStatus map[types.NamespacedName]time.Time
+	throttle setctl.StatusThrottle
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments;machinedeployments/status;machinedeployments/finalizers,verbs=get;list;watch;update;patch
@@ -63,6 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 5
 	}
+	r.throttle.Interval = StatusInterval
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-machinedeployment").
 		For(&clusterv1.MachineDeployment{}).
@@ -148,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	md := &clusterv1.MachineDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.throttle.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -156,14 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	before := md.DeepCopy()
 	defer func() {
 		md.Status.ObservedGeneration = md.Generation
-		var opts []patch.Option
-		if wait := r.throttleStatus(req.NamespacedName, before, md); wait > 0 {
-			opts = append(opts, patch.SkipStatus)
-			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
-				res.RequeueAfter = wait
-			}
-		}
-		helper.Finish(ctx, md, &res, &retErr, opts...)
+		r.throttle.Finish(ctx, helper, md, statusChanged(before, md), minorStatusChange(before, md) && md.DeletionTimestamp.IsZero(), &res, &retErr)
 	}()
 
 	cluster := &clusterv1.Cluster{}
@@ -185,27 +177,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			clusterv1.MachineDeploymentScalingUpInternalErrorReason, fmt.Sprintf("Cluster %s does not exist", md.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	linkCluster(md, cluster)
+	setctl.LinkCluster(md, cluster)
 	// The finalizer is stored (with the cluster link) before any MachineSet is created.
 	if _, err := helper.EnsureFinalizer(ctx, md, clusterv1.MachineDeploymentFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, md)
-}
-
-// linkCluster sets the cluster-name label and, when the MachineDeployment has no owner, an
-// owner reference to its Cluster.
-func linkCluster(md *clusterv1.MachineDeployment, cluster *clusterv1.Cluster) {
-	if md.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
-		if md.Labels == nil {
-			md.Labels = map[string]string{}
-		}
-		md.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-	}
-	if len(md.OwnerReferences) == 0 {
-		md.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
-			Name: cluster.Name, UID: cluster.UID}}
-	}
 }
 
 // reconcileNormal finds (or makes) the new MachineSet, moves replicas by the strategy,
@@ -240,64 +217,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, md *clusterv1.MachineD
 // reconcileDelete deletes every MachineSet of the MachineDeployment and lets it go once
 // they are all gone.
 func (r *Reconciler) reconcileDelete(ctx context.Context, md *clusterv1.MachineDeployment) (ctrl.Result, error) {
-	var list clusterv1.MachineSetList
-	if err := r.Client.List(ctx, &list, client.InNamespace(md.Namespace)); err != nil {
-		return ctrl.Result{}, err
-	}
-	var left []string
-	var errs []error
-	for i := range list.Items {
-		ms := &list.Items[i]
-		if ref := metav1.GetControllerOf(ms); ref == nil || ref.UID != md.UID {
-			continue
-		}
-		left = append(left, ms.Name)
-		if ms.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if len(errs) > 0 {
+	left, err := setctl.DeleteOwned(ctx, r.Client, &clusterv1.MachineSetList{}, md.Namespace, md.UID)
+	if err != nil {
 		setCondition(md, clusterv1.MachineDeploymentDeletingCondition, metav1.ConditionTrue,
-			clusterv1.MachineDeploymentDeletingInternalErrorReason, errs[0].Error())
-		return ctrl.Result{}, kerrors.NewAggregate(errs)
+			clusterv1.MachineDeploymentDeletingInternalErrorReason, err.Error())
+		return ctrl.Result{}, err
 	}
 	if len(left) > 0 {
 		setCondition(md, clusterv1.MachineDeploymentDeletingCondition, metav1.ConditionTrue, clusterv1.MachineDeploymentDeletingReason,
-			fmt.Sprintf("deleting %d MachineSet(s): %s", len(left), summarise(left)))
+			fmt.Sprintf("deleting %d MachineSet(s): %s", len(left), setctl.Summarise(left)))
 		// MachineSet deletion events bring the MachineDeployment back.
 		return ctrl.Result{}, nil
 	}
 	controllerutil.RemoveFinalizer(md, clusterv1.MachineDeploymentFinalizer)
 	return ctrl.Result{}, nil
-}
-
-// throttleStatus says how long to hold back a status write that only changes counts or
-// messages, when the previous one was less than StatusInterval ago.
-func (r *Reconciler) throttleStatus(key types.NamespacedName, before, after *clusterv1.MachineDeployment) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lastStatus == nil {
-		r.lastStatus = map[types.NamespacedName]time.Time{}
-	}
-	if !statusChanged(before, after) {
-		return 0
-	}
-	now := time.Now()
-	if !minorStatusChange(before, after) || !after.DeletionTimestamp.IsZero() {
-		r.lastStatus[key] = now
-		return 0
-	}
-	if last, ok := r.lastStatus[key]; ok && now.Sub(last) < StatusInterval {
-		return StatusInterval - now.Sub(last)
-	}
-	r.lastStatus[key] = now
-	return 0
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.lastStatus, key)
 }

@@ -407,11 +407,3 @@ func (r *Reconciler) cleanup(ctx context.Context, md *clusterv1.MachineDeploymen
 	}
 	return nil
 }
-
-// summarise lists up to five names.
-func summarise(names []string) string {
-	if len(names) <= 5 {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
-}

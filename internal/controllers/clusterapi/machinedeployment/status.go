@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 )
 
 func setCondition(md *clusterv1.MachineDeployment, t string, s metav1.ConditionStatus, reason, msg string) {
@@ -123,7 +125,7 @@ func setScalingConditions(md *clusterv1.MachineDeployment, t tally, rolloutErr e
 	if t.replicas > want {
 		msg := fmt.Sprintf("scaling down from %d to %d replicas", t.replicas, want)
 		if len(t.deleting) > 0 {
-			msg += "; deleting " + summarise(t.deleting)
+			msg += "; deleting " + setctl.Summarise(t.deleting)
 		}
 		setCondition(md, clusterv1.MachineDeploymentScalingDownCondition, metav1.ConditionTrue, clusterv1.MachineDeploymentScalingDownReason, msg)
 	} else {
@@ -138,7 +140,7 @@ func setRollingOut(md *clusterv1.MachineDeployment, t tally) {
 		setCondition(md, clusterv1.MachineDeploymentRollingOutCondition, metav1.ConditionFalse, clusterv1.MachineDeploymentNotRollingOutReason, "")
 		return
 	}
-	msg := fmt.Sprintf("rolling out changes to %d not up-to-date replicas: %s", len(t.stale), summarise(t.stale))
+	msg := fmt.Sprintf("rolling out changes to %d not up-to-date replicas: %s", len(t.stale), setctl.Summarise(t.stale))
 	if ptr.Deref(md.Spec.Paused, false) {
 		msg += " (on hold: spec.paused is set)"
 	}
@@ -153,7 +155,7 @@ func setMachineConditions(md *clusterv1.MachineDeployment, t tally) {
 			clusterv1.MachineDeploymentMachinesReadyNoReplicasReason, "")
 	case len(t.notReady) > 0:
 		setCondition(md, clusterv1.MachineDeploymentMachinesReadyCondition, metav1.ConditionFalse,
-			clusterv1.MachineDeploymentMachinesNotReadyReason, "not ready: "+summarise(t.notReady))
+			clusterv1.MachineDeploymentMachinesNotReadyReason, "not ready: "+setctl.Summarise(t.notReady))
 	default:
 		setCondition(md, clusterv1.MachineDeploymentMachinesReadyCondition, metav1.ConditionTrue,
 			clusterv1.MachineDeploymentMachinesReadyReason, "")
@@ -164,14 +166,14 @@ func setMachineConditions(md *clusterv1.MachineDeployment, t tally) {
 			clusterv1.MachineDeploymentMachinesUpToDateNoReplicasReason, "")
 	case len(t.stale) > 0:
 		setCondition(md, clusterv1.MachineDeploymentMachinesUpToDateCondition, metav1.ConditionFalse,
-			clusterv1.MachineDeploymentMachinesNotUpToDateReason, "not up to date: "+summarise(t.stale))
+			clusterv1.MachineDeploymentMachinesNotUpToDateReason, "not up to date: "+setctl.Summarise(t.stale))
 	default:
 		setCondition(md, clusterv1.MachineDeploymentMachinesUpToDateCondition, metav1.ConditionTrue,
 			clusterv1.MachineDeploymentMachinesUpToDateReason, "")
 	}
 	if len(t.remediating) > 0 {
 		setCondition(md, clusterv1.MachineDeploymentRemediatingCondition, metav1.ConditionTrue, clusterv1.MachineDeploymentRemediatingReason,
-			"remediating "+summarise(t.remediating))
+			"remediating "+setctl.Summarise(t.remediating))
 	} else {
 		setCondition(md, clusterv1.MachineDeploymentRemediatingCondition, metav1.ConditionFalse,
 			clusterv1.MachineDeploymentNotRemediatingReason, "")

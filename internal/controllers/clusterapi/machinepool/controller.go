@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -159,26 +160,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", mp.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: WaitRequeue}, nil
 	}
-	ensureClusterLink(mp, cluster)
+	setctl.LinkCluster(mp, cluster)
 	if _, err := helper.EnsureFinalizer(ctx, mp, clusterv1.MachinePoolFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, mp, cluster)
-}
-
-// ensureClusterLink sets the cluster-name label and, when the pool has no other owner, an
-// owner reference to its Cluster.
-func ensureClusterLink(mp *clusterv1.MachinePool, cluster *clusterv1.Cluster) {
-	if mp.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
-		if mp.Labels == nil {
-			mp.Labels = map[string]string{}
-		}
-		mp.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-	}
-	if len(mp.OwnerReferences) == 0 {
-		mp.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
-			Name: cluster.Name, UID: cluster.UID}}
-	}
 }
 
 // reconcileDelete deletes the InfraMachinePool (which takes the pool's instances and

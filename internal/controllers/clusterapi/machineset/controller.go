@@ -40,6 +40,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -60,8 +61,7 @@ type Reconciler struct {
 
 	expect *expectations
 
-	mu          sync.Mutex
-	lastStatus  map[types.NamespacedName]time.Time
+	throttle    setctl.StatusThrottle
 	initialised sync.Once
 }
 
@@ -73,7 +73,7 @@ type Reconciler struct {
 func (r *Reconciler) init() {
 	r.initialised.Do(func() {
 		r.expect = newExpectations()
-		r.lastStatus = map[types.NamespacedName]time.Time{}
+		r.throttle.Interval = StatusInterval
 	})
 }
 
@@ -191,9 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
-			r.mu.Lock()
-			delete(r.lastStatus, req.NamespacedName)
-			r.mu.Unlock()
+			r.throttle.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -201,14 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	before := ms.DeepCopy()
 	defer func() {
 		ms.Status.ObservedGeneration = ms.Generation
-		var opts []patch.Option
-		if wait := r.throttleStatus(req.NamespacedName, before, ms); wait > 0 {
-			opts = append(opts, patch.SkipStatus)
-			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
-				res.RequeueAfter = wait
-			}
-		}
-		helper.Finish(ctx, ms, &res, &retErr, opts...)
+		r.throttle.Finish(ctx, helper, ms, statusChanged(before, ms), minorStatusChange(before, ms) && ms.DeletionTimestamp.IsZero(), &res, &retErr)
 	}()
 
 	cluster, err := gate.Cluster(ctx, r.Client, ms.Namespace, ms.Spec.ClusterName)
@@ -228,16 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			fmt.Sprintf("Cluster %s does not exist", ms.Spec.ClusterName))
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if ms.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
-		if ms.Labels == nil {
-			ms.Labels = map[string]string{}
-		}
-		ms.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-	}
-	if len(ms.OwnerReferences) == 0 {
-		ms.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
-			Name: cluster.Name, UID: cluster.UID}}
-	}
+	setctl.LinkCluster(ms, cluster)
 	// The finalizer is stored (with the cluster link) before any Machine is created.
 	if _, err := helper.EnsureFinalizer(ctx, ms, clusterv1.MachineSetFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -292,56 +274,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 // reconcileDelete deletes every Machine of the MachineSet and lets the MachineSet go once
 // they are all gone.
 func (r *Reconciler) reconcileDelete(ctx context.Context, ms *clusterv1.MachineSet) (ctrl.Result, error) {
-	var list clusterv1.MachineList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace)); err != nil {
-		return ctrl.Result{}, err
-	}
-	var left []string
-	var errs []error
-	for i := range list.Items {
-		m := &list.Items[i]
-		if ref := metav1.GetControllerOf(m); ref == nil || ref.UID != ms.UID {
-			continue
-		}
-		left = append(left, m.Name)
-		if m.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if len(errs) > 0 {
+	left, err := setctl.DeleteOwned(ctx, r.Client, &clusterv1.MachineList{}, ms.Namespace, ms.UID)
+	if err != nil {
 		setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionTrue, clusterv1.MachineSetDeletingInternalErrorReason,
-			errs[0].Error())
-		return ctrl.Result{}, kerrors.NewAggregate(errs)
+			err.Error())
+		return ctrl.Result{}, err
 	}
 	if len(left) > 0 {
 		setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionTrue, clusterv1.MachineSetDeletingReason,
-			fmt.Sprintf("deleting %d Machine(s): %s", len(left), summarise(left)))
+			fmt.Sprintf("deleting %d Machine(s): %s", len(left), setctl.Summarise(left)))
 		// Machine deletion events bring the MachineSet back.
 		return ctrl.Result{}, nil
 	}
 	controllerutil.RemoveFinalizer(ms, clusterv1.MachineSetFinalizer)
 	return ctrl.Result{}, nil
-}
-
-// throttleStatus says how long to hold back a status write that only changes counts or
-// messages, when the previous one was less than StatusInterval ago. Writes that change a
-// condition's status, the observed generation or the selector go out at once.
-func (r *Reconciler) throttleStatus(key types.NamespacedName, before, after *clusterv1.MachineSet) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !statusChanged(before, after) {
-		return 0
-	}
-	now := time.Now()
-	if !minorStatusChange(before, after) || !after.DeletionTimestamp.IsZero() {
-		r.lastStatus[key] = now
-		return 0
-	}
-	if last, ok := r.lastStatus[key]; ok && now.Sub(last) < StatusInterval {
-		return StatusInterval - now.Sub(last)
-	}
-	r.lastStatus[key] = now
-	return 0
 }

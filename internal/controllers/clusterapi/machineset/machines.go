@@ -278,11 +278,3 @@ func parallel(n int, op func(i int) error) []error {
 	_ = g.Wait() // every error is in errs
 	return errs
 }
-
-// summarise lists up to five names.
-func summarise(names []string) string {
-	if len(names) <= 5 {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
-}

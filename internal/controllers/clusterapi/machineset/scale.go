@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/internal/scaledown"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
@@ -71,7 +72,7 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		for i, v := range victims {
 			names[i] = v.Name
 		}
-		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", summarise(names))
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", setctl.Summarise(names))
 		if len(errs) > 0 {
 			return fmt.Errorf("deleting Machines: %w", kerrors.NewAggregate(errs))
 		}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 )
 
 // newMachineGrace is how long a new Machine without a Ready condition counts as not ready
@@ -93,7 +95,7 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		if replicas > want {
 			msg := fmt.Sprintf("scaling down from %d to %d replicas", replicas, want)
 			if len(deleting) > 0 {
-				msg += "; deleting " + summarise(deleting)
+				msg += "; deleting " + setctl.Summarise(deleting)
 			}
 			setCondition(ms, clusterv1.MachineSetScalingDownCondition, metav1.ConditionTrue, clusterv1.MachineSetScalingDownReason, msg)
 		} else {
@@ -105,10 +107,10 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesReadyNoReplicasReason, "")
 	case len(notReady) > 0:
 		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionFalse, clusterv1.MachineSetMachinesNotReadyReason,
-			"not ready: "+summarise(notReady))
+			"not ready: "+setctl.Summarise(notReady))
 	case len(unknown) > 0:
 		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionUnknown, clusterv1.MachineSetMachinesReadyUnknownReason,
-			"readiness unknown: "+summarise(unknown))
+			"readiness unknown: "+setctl.Summarise(unknown))
 	default:
 		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesReadyReason, "")
 	}
@@ -117,13 +119,13 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		setCondition(ms, clusterv1.MachineSetMachinesUpToDateCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesUpToDateNoReplicasReason, "")
 	case len(stale) > 0:
 		setCondition(ms, clusterv1.MachineSetMachinesUpToDateCondition, metav1.ConditionFalse, clusterv1.MachineSetMachinesNotUpToDateReason,
-			"created from an older template: "+summarise(stale))
+			"created from an older template: "+setctl.Summarise(stale))
 	default:
 		setCondition(ms, clusterv1.MachineSetMachinesUpToDateCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesUpToDateReason, "")
 	}
 	if len(remediating) > 0 {
 		setCondition(ms, clusterv1.MachineSetRemediatingCondition, metav1.ConditionTrue, clusterv1.MachineSetRemediatingReason,
-			"remediating "+summarise(remediating))
+			"remediating "+setctl.Summarise(remediating))
 	} else {
 		setCondition(ms, clusterv1.MachineSetRemediatingCondition, metav1.ConditionFalse, clusterv1.MachineSetNotRemediatingReason, "")
 	}
