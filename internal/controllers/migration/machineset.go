@@ -39,7 +39,7 @@ func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, provider
 func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machineset").
-		For(&machinev1beta1.MachineSet{}, synccommon.InNamespace(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.MachineSet{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }

@@ -38,7 +38,7 @@ func NewMachineHealthCheckReconciler(c client.Client, ns synccommon.Namespaces, 
 func (r *MachineHealthCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machinehealthcheck").
-		For(&machinev1beta1.MachineHealthCheck{}, synccommon.InNamespace(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.MachineHealthCheck{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.MachineHealthCheck{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }

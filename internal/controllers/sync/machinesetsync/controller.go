@@ -61,7 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNS := synccommon.InNamespace
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
-		For(&machinev1beta1.MachineSet{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.MachineSet{}, byName, inNS(r.Namespaces.ClusterAPI))
 	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate }, byOwner, r.Namespaces.ClusterAPI)

@@ -52,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNS := synccommon.InNamespace
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machine").
-		For(&machinev1beta1.Machine{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
 		// A Cluster API MachineSet appearing gives the copies of its Machines an owner.
 		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSet), inNS(r.Namespaces.ClusterAPI)).

@@ -42,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNS := synccommon.InNamespace
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machinehealthcheck").
-		For(&machinev1beta1.MachineHealthCheck{}, inNS(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.MachineHealthCheck{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.MachineHealthCheck{}, byName, inNS(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }
