@@ -155,13 +155,25 @@ const (
 	MachineAPIInstanceStateAnnotation = "machine.openshift.io/instance-state"
 )
 
+// ProviderOwnedMetadata is implemented by a Platform whose Machine API actuator keeps
+// annotations of its own on each Machine, beyond the shared ones above: they describe the
+// instance and are not carried to the Cluster API Machine either.
+type ProviderOwnedMetadata interface {
+	ProviderOwnedAnnotations() []string
+}
+
 // dropProviderOwned removes the actuator-maintained keys from a Machine's converted labels
-// and annotations.
-func dropProviderOwned(labels, annotations map[string]string) {
+// and annotations: the shared ones and those p owns.
+func dropProviderOwned(labels, annotations map[string]string, p Platform) {
 	delete(labels, MachineAPIInstanceTypeLabel)
 	delete(labels, MachineAPIRegionLabel)
 	delete(labels, MachineAPIZoneLabel)
 	delete(annotations, MachineAPIInstanceStateAnnotation)
+	if po, ok := p.(ProviderOwnedMetadata); ok {
+		for _, k := range po.ProviderOwnedAnnotations() {
+			delete(annotations, k)
+		}
+	}
 }
 
 // clusterLabelToCAPI copies Machine API labels for a Cluster API object and adds the

@@ -35,7 +35,7 @@ func ToClusterAPIMachine(in *mapiv1beta1.Machine, c Context) (*ClusterAPIMachine
 	meta := field.NewPath("metadata")
 	spec := field.NewPath("spec")
 	labels, annotations, mspec, infra := c.machineToCAPI(in.Labels, in.Annotations, meta, &in.Spec, spec, r)
-	dropProviderOwned(labels, annotations)
+	dropProviderOwned(labels, annotations, c.Platform)
 	annotations = nilIfEmpty(annotations)
 
 	out := &clusterv1.Machine{

@@ -1,12 +1,18 @@
 package openstack
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/machina-dev/machina/internal/convert"
+	ct "github.com/machina-dev/machina/internal/convert/converttest"
 )
 
 func TestNewContext(t *testing.T) {
@@ -41,5 +47,31 @@ func TestNewContext(t *testing.T) {
 	}
 	if New().VIPs != nil {
 		t.Error("New() claims to know the virtual IPs")
+	}
+}
+
+// The actuator's own annotations (and the shared instance-state one) stay on the Machine API
+// Machine; the user's annotations are carried.
+func TestActuatorAnnotationsNotCarried(t *testing.T) {
+	raw, err := json.Marshal(genProviderSpec(ct.New(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "w-1", Namespace: "openshift-machine-api",
+		Labels: map[string]string{convert.MachineAPIClusterLabel: cluster},
+		Annotations: map[string]string{ResourceIDAnnotation: "6f1c1c2e-0000-4000-8000-000000000001", InstanceStatusAnnotation: "ACTIVE",
+			convert.MachineAPIInstanceStateAnnotation: "ACTIVE", "example.com/owner": "team-a"}},
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}}}}
+	out, _, errs := convert.ToClusterAPIMachine(m, testCtx)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, k := range []string{ResourceIDAnnotation, InstanceStatusAnnotation, convert.MachineAPIInstanceStateAnnotation} {
+		if v, ok := out.Machine.Annotations[k]; ok {
+			t.Errorf("annotation %s=%q carried to the Cluster API Machine", k, v)
+		}
+	}
+	if out.Machine.Annotations["example.com/owner"] != "team-a" {
+		t.Errorf("the user's annotation was not carried: %v", out.Machine.Annotations)
 	}
 }

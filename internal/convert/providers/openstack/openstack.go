@@ -105,6 +105,19 @@ func NewContext(infra *configv1.Infrastructure) (convert.Context, error) {
 // Name is the platform's short name.
 func (Platform) Name() string { return "openstack" }
 
+// The OpenStack Machine API actuator's own annotations on a Machine: the server's ID and its
+// status. They describe the instance (OpenStackMachine status says the same), so the
+// conversion leaves them on the Machine API copy only.
+const (
+	ResourceIDAnnotation     = "openstack-resourceId"
+	InstanceStatusAnnotation = "instance-status"
+)
+
+// ProviderOwnedAnnotations implements convert.ProviderOwnedMetadata.
+func (Platform) ProviderOwnedAnnotations() []string {
+	return []string{ResourceIDAnnotation, InstanceStatusAnnotation}
+}
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {
 	return capov1.SchemeGroupVersion.WithKind("OpenStackMachine")
