@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machina-dev/machina/internal/cli"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -33,8 +34,8 @@ import (
 // all against the EC2 front.
 //
 //   - A Machine API MachineSet of one replica runs: the AWS actuator launches the instance.
-//   - Handed to the Cluster API (spec.authoritativeAPI on the MachineSet and on its Machine,
-//     as `machina migrate` sets it on each resource named), the Machine keeps its provider
+//   - Handed to the Cluster API (`machina migrate machineset/... machine/... --to ClusterAPI
+//     --wait`, run in the test), the Machine keeps its provider
 //     ID, the handover launches and terminates nothing, and the unpaused AWSMachine is CAPA's:
 //     its finalizer, status ready with instanceState running written by CAPA's field manager.
 //   - The Cluster API MachineSet scaled to two: CAPA launches one instance (with its cluster
@@ -159,31 +160,28 @@ func TestCAPAMigrationRoundTrip(t *testing.T) {
 	t.Logf("wall time of the round trip, lab start included: %s", time.Since(start).Round(time.Second))
 }
 
-// requestAuthority sets spec.authoritativeAPI on the Machine API MachineSet and Machines, as
-// `machina migrate` does for each resource it is given.
+// requestAuthority runs `machina migrate machineset/<set> machine/<name>... --to <to> --wait`
+// against the lab, as a user would, and fails the test if the command fails.
 func requestAuthority(t *testing.T, e *testenv.Env, set string, machines []string, to machinev1beta1.MachineAuthority) {
 	t.Helper()
-	ctx := context.Background()
-	mapiNS, _ := manager.Env{}.Namespaces()
-	ms := &machinev1beta1.MachineSet{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: set}, ms); err != nil {
-		t.Fatal(err)
+	args := []string{"migrate", "machineset/" + set}
+	for _, m := range machines {
+		args = append(args, "machine/"+m)
 	}
-	base := ms.DeepCopy()
-	ms.Spec.AuthoritativeAPI = to
-	if err := e.Client.Patch(ctx, ms, client.MergeFrom(base)); err != nil {
-		t.Fatalf("MachineSet %s to %s: %v", set, to, err)
+	args = append(args, "--to", string(to), "--wait", "--timeout", "5m", "--kubeconfig", e.Lab.KubeconfigPath,
+		"--namespace", demoMAPINS())
+	var out strings.Builder
+	cmd := cli.NewRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.ExecuteContext(context.Background())
+	t.Logf("machina %s:\n%s", strings.Join(args[:len(args)-4], " "), out.String())
+	if err != nil {
+		t.Fatalf("machina migrate to %s: %v", to, err)
 	}
-	for _, name := range machines {
-		m := &machinev1beta1.Machine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
-			t.Fatal(err)
-		}
-		base := m.DeepCopy()
-		m.Spec.AuthoritativeAPI = to
-		if err := e.Client.Patch(ctx, m, client.MergeFrom(base)); err != nil {
-			t.Fatalf("Machine %s to %s: %v", name, to, err)
-		}
+	if want := "machineset/" + set + ": authority requested: " + string(to); !strings.Contains(out.String(), want) {
+		t.Errorf("machina migrate printed no %q", want)
 	}
 }
 
