@@ -36,6 +36,8 @@ type result struct {
 	KubeletWrites     int64
 	ManagerPeakRSSMiB float64
 	Extra             string
+	// Lines are printed under the row, indented.
+	Lines []string
 }
 
 func printTable(scenario string, rows []result) {
@@ -44,6 +46,9 @@ func printTable(scenario string, rows []result) {
 	for _, r := range rows {
 		fmt.Printf("%8d %10.1f %14.2f %14.2f %13.0f MiB %s\n", r.N, r.Seconds,
 			float64(r.ManagerWrites)/float64(r.N), float64(r.KubeletWrites)/float64(r.N), r.ManagerPeakRSSMiB, r.Extra)
+		for _, l := range r.Lines {
+			fmt.Printf("%8s %s\n", "", l)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 //	go run ./bench mapi-scale -platform aws -n 100  # the same through the AWS actuator and the EC2 front
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
+//	go run ./bench migrate -platform aws -n 100  # the same with AWS Machines, until the upstream CAPA controller has taken them
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
 //	go run ./bench soak -duration 10m -machines 60 -seed 1  # random traffic, kills and faults; checks invariants
 //
@@ -19,6 +20,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/cli"
 )
@@ -49,8 +53,14 @@ func main() {
 	fs := flag.NewFlagSet(scenario, flag.ExitOnError)
 	var sizes intList
 	fs.Var(&sizes, "n", "number of Machines (repeatable)")
-	fs.StringVar(&mapiScalePlatform, "platform", "sim", "mapi-scale: whose Machine API actuator, sim or aws (the AWS actuator through the EC2 front)")
+	fs.StringVar(&platform, "platform", "sim", "mapi-scale and migrate: the platform, sim or aws (the AWS actuator through the EC2 front; "+
+		"migrate also runs the upstream CAPA controller and waits until it has taken over every Machine)")
 	_ = fs.Parse(args)
+	ctrllog.SetLogger(logr.Discard())
+	if platform != "sim" && !platformScenarios[scenario] {
+		fmt.Fprintf(os.Stderr, "bench %s: -platform %s: only mapi-scale and migrate run on another platform than sim\n", scenario, platform)
+		os.Exit(2)
+	}
 	if len(sizes) == 0 {
 		sizes = intList{100}
 	}
@@ -69,6 +79,11 @@ func main() {
 	}
 	printTable(scenario, rows)
 }
+
+// platform is the -platform flag, read by the scenarios of platformScenarios.
+var platform = "sim"
+
+var platformScenarios = map[string]bool{"mapi-scale": true, "migrate": true}
 
 var scenarios = map[string]func(n int) (result, error){
 	"mapi-scale":   mapiScale,

@@ -23,9 +23,6 @@ import (
 	"github.com/machina-dev/machina/internal/manager"
 )
 
-// mapiScalePlatform is the -platform flag: whose Machine API actuator mapi-scale measures.
-var mapiScalePlatform = "sim"
-
 // mapiPlatform is what mapi-scale needs of a platform.
 type mapiPlatform struct {
 	env envOptions
@@ -81,7 +78,7 @@ func awsMachineSet(ctx context.Context, c client.Client) (*machinev1beta1.Machin
 // mapiScale scales a Machine API MachineSet from 0 to n and waits until every Machine is
 // Running with a nodeRef.
 func mapiScale(n int) (result, error) {
-	p, err := mapiPlatformFor(mapiScalePlatform)
+	p, err := mapiPlatformFor(platform)
 	if err != nil {
 		return result{}, err
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -27,38 +26,56 @@ const (
 	machinesPerMS = 50
 )
 
-// mirrored starts every controller and n Machine API Machines (MachineSets of 50) and waits
-// until each Machine is Running and mirrored into the Cluster API (Synchronized True).
-func mirrored(n int) (*env, []string, error) {
-	e, err := startEnv("*")
+// mirrored starts every controller of platform p and n Machine API Machines (MachineSets of
+// 50) and waits until each Machine is Running and mirrored into the Cluster API
+// (Synchronized True).
+func mirrored(p migratePlatform, n int) (*env, []string, error) {
+	e, err := startEnvWith(p.env)
 	if err != nil {
 		return nil, nil, err
 	}
+	sets, err := createWorkload(e, p, n)
+	if err == nil {
+		err = waitMirrored(e, n)
+	}
+	if err != nil {
+		e.stop()
+		return nil, nil, err
+	}
+	return e, sets, nil
+}
+
+// createWorkload seeds p's cluster and creates MachineSets of up to 50 for n Machines,
+// returning their names.
+func createWorkload(e *env, p migratePlatform, n int) ([]string, error) {
 	ctx := context.Background()
 	kc, err := os.ReadFile(e.lab.KubeconfigPath)
 	if err != nil {
-		e.stop()
-		return nil, nil, err
+		return nil, err
 	}
-	cl := demo.Cluster{Name: "bench", Region: "sim-east-1", MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
-	if err := demo.EnsureCluster(ctx, e.client, cl); err != nil {
-		e.stop()
-		return nil, nil, err
+	newMS, err := p.seed(ctx, e, kc)
+	if err != nil {
+		return nil, err
 	}
 	var sets []string
 	for left, i := n, 0; left > 0; i++ {
 		size := min(left, machinesPerMS)
 		name := fmt.Sprintf("bench-%02d", i)
-		ms := demo.MachineSet(cl, name, []string{"sim-east-1a", "sim-east-1b"}[i%2], int32(size))
-		if err := e.client.Create(ctx, ms); err != nil {
-			e.stop()
-			return nil, nil, err
+		if err := e.client.Create(ctx, newMS(name, i, int32(size))); err != nil {
+			return nil, err
 		}
 		sets = append(sets, name)
 		left -= size
 	}
+	return sets, nil
+}
+
+// waitMirrored waits until n Machine API Machines are Running and mirrored at their latest
+// generation.
+func waitMirrored(e *env, n int) error {
+	ctx := context.Background()
 	start := time.Now()
-	err = waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), 20*time.Minute, func() (int, error) {
+	err := waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), 20*time.Minute, func() (int, error) {
 		var list machinev1beta1.MachineList
 		if err := e.client.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
 			return 0, err
@@ -72,12 +89,10 @@ func mirrored(n int) (*env, []string, error) {
 		}
 		return n - done, nil
 	})
-	if err != nil {
-		e.stop()
-		return nil, nil, err
+	if err == nil {
+		fmt.Fprintf(os.Stderr, "bench: %d Machines Running and mirrored in %s\n", n, time.Since(start).Round(time.Second))
 	}
-	fmt.Fprintf(os.Stderr, "bench: %d Machines Running and mirrored in %s\n", n, time.Since(start).Round(time.Second))
-	return e, sets, nil
+	return err
 }
 
 func synchronized(conds []machinev1beta1.Condition) bool {
@@ -111,71 +126,35 @@ func waitFor(what string, timeout time.Duration, left func() (int, error)) error
 	}
 }
 
-// migrateScale hands n mirrored Machines and their MachineSets to the Cluster API at once
-// and measures until every one reports status.authoritativeAPI ClusterAPI.
+// migrateScale hands n mirrored Machines of the -platform flag's platform and their
+// MachineSets to the Cluster API at once and measures until every one reports
+// status.authoritativeAPI ClusterAPI and, where the platform's Cluster API provider is a
+// separate controller (CAPA on aws), until it has taken over every Machine.
 func migrateScale(n int) (result, error) {
-	e, sets, err := mirrored(n)
+	p, err := migratePlatformFor(platform)
+	if err != nil {
+		return result{}, err
+	}
+	e, sets, err := mirrored(p, n)
 	if err != nil {
 		return result{}, err
 	}
 	defer e.stop()
 	ctx := context.Background()
-	w0, err := e.managerWrites()
+	before, err := e.snapshot(p)
 	if err != nil {
 		return result{}, err
 	}
 	start := time.Now()
-	var list machinev1beta1.MachineList
-	if err := e.client.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
+	if err := requestClusterAPI(ctx, e.client, sets); err != nil {
 		return result{}, err
 	}
-	for _, name := range sets {
-		ms := &machinev1beta1.MachineSet{}
-		if err := e.client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, ms); err != nil {
-			return result{}, err
-		}
-		patch := client.MergeFrom(ms.DeepCopy())
-		ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		if err := e.client.Patch(ctx, ms, patch); err != nil {
-			return result{}, err
-		}
-	}
-	for i := range list.Items {
-		m := &list.Items[i]
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		if err := e.client.Patch(ctx, m, patch); err != nil {
-			return result{}, err
-		}
-	}
 	requested := time.Since(start)
-	err = waitFor("migrations to ClusterAPI", 20*time.Minute, func() (int, error) {
-		var ml machinev1beta1.MachineList
-		var sl machinev1beta1.MachineSetList
-		if err := e.client.List(ctx, &ml, client.InNamespace(mapiNS)); err != nil {
-			return 0, err
-		}
-		if err := e.client.List(ctx, &sl, client.InNamespace(mapiNS)); err != nil {
-			return 0, err
-		}
-		left := 0
-		for _, m := range ml.Items {
-			if m.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
-				left++
-			}
-		}
-		for _, s := range sl.Items {
-			if s.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
-				left++
-			}
-		}
-		return left, nil
-	})
+	authority, takeover, err := waitMigrated(ctx, e, p, n, start)
 	if err != nil {
 		return result{}, err
 	}
-	elapsed := time.Since(start)
-	w1, err := e.managerWrites()
+	after, err := e.snapshot(p)
 	if err != nil {
 		return result{}, err
 	}
@@ -183,14 +162,113 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, ManagerPeakRSSMiB: e.managerPeakRSS(),
-		Extra: fmt.Sprintf("(%d MachineSets; requests written in %.1fs; %d cloud instances for %d Machines)", len(sets), requested.Seconds(), instances, n)}, nil
+	r := result{N: n, Seconds: takeover.Seconds(), ManagerWrites: after.writes - before.writes, ManagerPeakRSSMiB: e.managerPeakRSS(),
+		Extra: fmt.Sprintf("(%d MachineSets; requests written in %.1fs; %d cloud instances for %d Machines)", len(sets), requested.Seconds(), instances, n)}
+	if p.takeover != nil {
+		r.Lines = append(r.Lines, fmt.Sprintf("status.authoritativeAPI ClusterAPI everywhere after %.1fs; %s after %.1fs (the seconds column)",
+			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
+	}
+	r.Lines = append(r.Lines, fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
+		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n)))
+	return r, nil
+}
+
+// requestClusterAPI sets spec.authoritativeAPI ClusterAPI on the MachineSets named and on
+// every Machine API Machine, as `machina migrate` does for each resource it is given.
+func requestClusterAPI(ctx context.Context, c client.Client, sets []string) error {
+	var list machinev1beta1.MachineList
+	if err := c.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
+		return err
+	}
+	for _, name := range sets {
+		ms := &machinev1beta1.MachineSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, ms); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(ms.DeepCopy())
+		ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		if err := c.Patch(ctx, ms, patch); err != nil {
+			return err
+		}
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		if err := c.Patch(ctx, m, patch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitMigrated waits until every Machine and MachineSet reports status.authoritativeAPI
+// ClusterAPI, then for p's takeover if it has one; it returns how long after start each was
+// reached (both the first when there is no takeover).
+func waitMigrated(ctx context.Context, e *env, p migratePlatform, n int, start time.Time) (authority, takeover time.Duration, err error) {
+	if err := waitFor("migrations to ClusterAPI", 20*time.Minute, func() (int, error) { return authorityLeft(ctx, e.client) }); err != nil {
+		return 0, 0, err
+	}
+	authority = time.Since(start)
+	if p.takeover == nil {
+		return authority, authority, nil
+	}
+	if err := waitFor(p.takeoverWhat, 20*time.Minute, func() (int, error) { return p.takeover(ctx, e, n) }); err != nil {
+		return 0, 0, err
+	}
+	return authority, time.Since(start), nil
+}
+
+// authorityLeft counts the Machine API Machines and MachineSets not yet reporting
+// status.authoritativeAPI ClusterAPI.
+func authorityLeft(ctx context.Context, c client.Client) (int, error) {
+	var ml machinev1beta1.MachineList
+	var sl machinev1beta1.MachineSetList
+	if err := c.List(ctx, &ml, client.InNamespace(mapiNS)); err != nil {
+		return 0, err
+	}
+	if err := c.List(ctx, &sl, client.InNamespace(mapiNS)); err != nil {
+		return 0, err
+	}
+	left := 0
+	for _, m := range ml.Items {
+		if m.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
+			left++
+		}
+	}
+	for _, s := range sl.Items {
+		if s.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
+			left++
+		}
+	}
+	return left, nil
+}
+
+// counters are the manager's writes and the cloud's calls and instance launches and
+// terminations so far.
+type counters struct {
+	writes               int64
+	calls                map[string]int64
+	launched, terminated int64
+}
+
+func (e *env) snapshot(p migratePlatform) (counters, error) {
+	w, err := e.managerWrites()
+	if err != nil {
+		return counters{}, err
+	}
+	st := e.cloud.Stats()
+	return counters{writes: w, calls: p.calls(e), launched: st.InstancesCreated, terminated: st.InstancesTerminated}, nil
 }
 
 // syncLatency changes the authoritative spec of sampled Machine API Machines one at a time
 // among n mirrored ones and measures how long until each Cluster API mirror shows it.
 func syncLatency(n int) (result, error) {
-	e, _, err := mirrored(n)
+	p, err := migratePlatformFor("sim")
+	if err != nil {
+		return result{}, err
+	}
+	e, _, err := mirrored(p, n)
 	if err != nil {
 		return result{}, err
 	}
