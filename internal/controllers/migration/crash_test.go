@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/migration"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -111,22 +113,103 @@ func crashSteps(name string, to machinev1beta1.MachineAuthority) []crashStep {
 	}
 }
 
+// infraCrashSteps are crashSteps with the InfraMachine's own writes made stopping points
+// too. To the Cluster API the Cluster API Machine is unpaused before its InfraMachine, so
+// "new side unpaused" splits in two: the Machine unpaused (held before the InfraMachine's
+// unpause), then the InfraMachine (held before the authority write). Back to the Machine API
+// the provider's finalizer leaves the paused InfraMachine after the Cluster API Machine's
+// finalizer, so "old-side finalizer removed" is held before that removal and a step "provider
+// finalizer removed" follows; "old side Paused=True" there also waits for the provider's own
+// Paused=True. The InfraMachine's kind, group and finalizers come from the provider registry.
+func infraCrashSteps(e *testenv.Env, p provider.Provider, name, infraName string, to machinev1beta1.MachineAuthority) []crashStep {
+	steps := crashSteps(name, to)
+	kind, group := p.InfraMachine.Kind, p.InfraMachine.Group
+	mapping, err := e.Client.RESTMapper().RESTMapping(p.InfraMachine.GroupKind(), p.InfraMachine.Version)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	n, resource := celNamed(infraName), mapping.Resource.Resource
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		unpaused := crashStep{"Cluster API Machine unpaused", hold{"unpausing the " + kind, group, resource,
+			n + " && " + celHasAnnotation("oldObject", clusterv1.PausedAnnotation) + " && !" + celHasAnnotation("object", clusterv1.PausedAnnotation)}}
+		last := steps[4]
+		last.name = kind + " unpaused"
+		return append(steps[:4:4], unpaused, last)
+	}
+	var removals []string
+	for _, f := range p.InfraMachineFinalizers {
+		removals = append(removals, "("+celHasFinalizer("oldObject", f)+" && !"+celHasFinalizer("object", f)+")")
+	}
+	steps[1].name = "old side Paused=True (the Machine and its " + kind + ")"
+	removed := crashStep{"old-side finalizer removed", hold{"removing the " + p.Name + " provider's finalizer from the " + kind, group, resource,
+		n + " && (" + strings.Join(removals, " || ") + ")"}}
+	last := steps[3]
+	last.name = "provider finalizer removed from the " + kind
+	return []crashStep{steps[0], steps[1], steps[2], removed, last}
+}
+
+// infraStep is stepToClusterAPI or stepToMachineAPI refined by the InfraMachine (see
+// infraCrashSteps): to the Cluster API 1-4 as there, 5 the Cluster API Machine unpaused, 6 its
+// InfraMachine unpaused, 7 done; back, 1 Migrating, 2 the Cluster API Machine at its
+// generation and the InfraMachine's provider report Paused=True, 3 the Machine API finalizer
+// is on, 4 the Cluster API Machine's finalizer is off, 5 the provider's finalizer is off the
+// InfraMachine, 6 done.
+func infraStep(to machinev1beta1.MachineAuthority, m *machinev1beta1.Machine, c *clusterv1.Machine, in *infraView) int {
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		switch s := stepToClusterAPI(m, c); {
+		case s == 6:
+			return 7
+		case s == 5 && !in.paused:
+			return 6
+		default:
+			return s
+		}
+	}
+	switch s := stepToMachineAPI(m, c); {
+	case s == 5:
+		return 6
+	case s == 4 && !in.providerFinalizer:
+		return 5
+	case s == 2 && !in.pausedAck:
+		return 1
+	default:
+		return s
+	}
+}
+
 // TestCrashAtEachStep stops the manager right after each step of a Machine's handover, both
 // ways, and restarts it: the handover completes from the objects alone, with the finalizers
-// never lost nor doubled, never both sides active, and no new cloud instance.
+// never lost nor doubled, never both sides active, and no cloud instance launched or lost.
 //
 // Each step is made observable by a hold on the write that would take the handover past
 // it: the test waits until the objects show the step, stops the manager (the crash),
 // checks the stopped state, moves the hold one write further and restarts.
+//
+// It runs once per platform (eachPlatform), each in a lab of its own (platformCase.ownLab):
+//   - sim: every controller, the simulated InfraMachine controller included, is in machina's
+//     manager, so each crash stops the provider too;
+//   - aws: the Machine API AWS actuator launches the instance through the EC2 front and the
+//     upstream CAPA controller is the Cluster API side's provider: it must adopt the instance
+//     (its finalizer on the unpaused AWSMachine, status ready with the same providerID, all
+//     written by CAPA) and acknowledge the pause going back. Only machina's manager is
+//     crashed: CAPA is a separate process that keeps running through every crash, as it
+//     would while machina's pod restarts, and sees each stopped state.
 func TestCrashAtEachStep(t *testing.T) {
-	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
-	e.SeedCluster("lab")
+	eachPlatform(t, testCrashAtEachStep)
+}
+
+func testCrashAtEachStep(t *testing.T, pc platformCase) {
+	started := time.Now()
+	var e *testenv.Env
+	e, pc.cluster = pc.ownLab(t)
+	t.Logf("%s lab up in %s", pc.provider.Name, time.Since(started).Round(100*time.Millisecond))
 	ctx := context.Background()
+	rec := watchInfraMachines(t, e, pc.provider)
 	const name = "crashy"
-	if err := e.Client.Create(ctx, machine(name, "sim-east-1", "sim-east-1a")); err != nil {
+	if err := e.Client.Create(ctx, pc.machine(name, 0)); err != nil {
 		t.Fatal(err)
 	}
-	var providerID string
+	var providerID, infraName string
 	e.Eventually(120*time.Second, "Running under the Machine API and synchronised", func(ctx context.Context) (bool, string, error) {
 		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
@@ -135,44 +218,73 @@ func TestCrashAtEachStep(t *testing.T) {
 		if m.Spec.ProviderID != nil {
 			providerID = *m.Spec.ProviderID
 		}
+		in, err := getInfra(ctx, e, pc.provider, c)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		infraName = in.obj.GetName()
 		return m.Status.Phase != nil && *m.Status.Phase == "Running" && c.Status.Phase == "Running" &&
 				m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
-				condStatus(m.Status.Conditions, gate.PausedCondition) == "False",
-			fmt.Sprintf("phase %v capi %q %s", m.Status.Phase, c.Status.Phase, cond(m, synccommon.SynchronizedCondition)), nil
+				condStatus(m.Status.Conditions, gate.PausedCondition) == "False" && in.paused && !in.providerFinalizer,
+			fmt.Sprintf("phase %v capi %q %s; %s", m.Status.Phase, c.Status.Phase, cond(m, synccommon.SynchronizedCondition), in), nil
 	})
 	before, err := e.Cloud.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("Machine %s runs on %s under the Machine API after %s", name, providerID, time.Since(started).Round(100*time.Millisecond))
 
-	crashThrough(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, stepToClusterAPI, providerID, before)
-	e.Eventually(120*time.Second, "the Cluster API runs the same instance", func(ctx context.Context) (bool, string, error) {
+	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityClusterAPI, providerID, before)
+	e.Eventually(3*time.Minute, "the Cluster API's provider runs the same instance", func(ctx context.Context) (bool, string, error) {
 		_, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		sm := &infrav1.SimMachine{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, sm); err != nil {
-			return false, err.Error(), nil
-		}
-		return sm.Spec.ProviderID == providerID && c.Status.Phase == "Running" && !gate.HasPausedAnnotation(sm),
-			fmt.Sprintf("sim providerID %q capi phase %q", sm.Spec.ProviderID, c.Status.Phase), nil
-	})
-	crashThrough(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, stepToMachineAPI, providerID, before)
-	e.Eventually(60*time.Second, "Running under the Machine API again", func(ctx context.Context) (bool, string, error) {
-		m, _, err := getBoth(ctx, e, name)
+		in, err := getInfra(ctx, e, pc.provider, c)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return m.Status.Phase != nil && *m.Status.Phase == "Running" && condStatus(m.Status.Conditions, gate.PausedCondition) == "False",
-			fmt.Sprintf("phase %v %s", m.Status.Phase, cond(m, gate.PausedCondition)), nil
+		writer := pc.infraWriter == "" || statusWrittenBy(in.obj, pc.infraWriter)
+		return in.providerID == providerID && c.Spec.ProviderID == providerID && c.Status.Phase == "Running" && !in.paused &&
+				in.providerFinalizer && in.provisioned && in.instanceState == string(api.StateRunning) && writer,
+			fmt.Sprintf("capi phase %q providerID %q; %s; status written by %q: %v", c.Status.Phase, c.Spec.ProviderID, in, pc.infraWriter, writer), nil
 	})
-	checkNoNewInstance(t, e, before)
-	t.Run("MachineSet", func(t *testing.T) { testCrashMachineSet(t, e.For(t)) })
+	t.Logf("handed to the Cluster API after %s", time.Since(started).Round(100*time.Millisecond))
+	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityMachineAPI, providerID, before)
+	e.Eventually(3*time.Minute, "Running under the Machine API again, the provider paused", func(ctx context.Context) (bool, string, error) {
+		m, c, err := getBoth(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		in, err := getInfra(ctx, e, pc.provider, c)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return m.Status.Phase != nil && *m.Status.Phase == "Running" && condStatus(m.Status.Conditions, gate.PausedCondition) == "False" &&
+				in.paused && in.pausedAck && !in.providerFinalizer,
+			fmt.Sprintf("phase %v %s; %s", m.Status.Phase, cond(m, gate.PausedCondition), in), nil
+	})
+	for _, p := range append(instancesChanged(e, before), instanceRunning(ctx, e, providerID)...) {
+		t.Error(p)
+	}
+	// Between the crashes too, as a watch saw it: the provider's finalizer came with the
+	// unpause and left only once the InfraMachine was paused again.
+	if h := rec.history(infraName); !slices.Contains(h, infraState{paused: false, finalizer: true}) || h[len(h)-1] != (infraState{paused: true, finalizer: false}) {
+		t.Errorf("%s %s went through %v", pc.provider.InfraMachine.Kind, infraName, h)
+	}
+	if bad := rec.unguardedRemovals(); len(bad) > 0 {
+		t.Errorf("provider finalizer removed from an unpaused %s: %v", pc.provider.InfraMachine.Kind, bad)
+	}
+	t.Logf("Machine %s: both handovers with a crash at every step took %s, lab start included", name, time.Since(started).Round(100*time.Millisecond))
+	t.Run("MachineSet", func(t *testing.T) {
+		start := time.Now()
+		testCrashMachineSet(t, e.For(t), pc)
+		t.Logf("MachineSet: %s", time.Since(start).Round(100*time.Millisecond))
+	})
 }
 
 // crashThrough requests the move to `to` and crashes the manager at every step of it.
-func crashThrough(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority, step machineStep,
+func crashThrough(t *testing.T, e *testenv.Env, p provider.Provider, name, infraName string, to machinev1beta1.MachineAuthority,
 	providerID string, before *api.Stats) {
 	t.Helper()
 	state := func(ctx context.Context) (int, string, []string, error) {
@@ -180,9 +292,13 @@ func crashThrough(t *testing.T, e *testenv.Env, name string, to machinev1beta1.M
 		if err != nil {
 			return 0, "", nil, err
 		}
-		return step(m, c), describeMachine(m, c), machineProblems(e, m, c, providerID, before), nil
+		in, err := getInfra(ctx, e, p, c)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		return infraStep(to, m, c, in), describeMachine(m, c) + "; " + in.String(), machineProblems(ctx, e, m, c, in, providerID, before), nil
 	}
-	crashLoop(t, e, "Machine "+name, crashSteps(name, to), func() { request(t, e, name, to) }, state)
+	crashLoop(t, e, "Machine "+name+" to "+string(to), infraCrashSteps(e, p, name, infraName, to), func() { request(t, e, name, to) }, state)
 	m, c, err := getBoth(context.Background(), e, name)
 	if err != nil {
 		t.Fatal(err)
@@ -262,20 +378,23 @@ func crashLoop(t *testing.T, e *testenv.Env, what string, steps []crashStep, req
 
 // machineProblems: whatever step a crash stopped at, the copies keep a guard against losing
 // the instance (a controller finalizer on at least one side, none twice), both keep the sync
-// finalizer, no more than one side is active, the Machine keeps its instance and the cloud has
-// launched nothing.
-func machineProblems(e *testenv.Env, m *machinev1beta1.Machine, c *clusterv1.Machine, providerID string, before *api.Stats) []string {
-	p := copyProblems(m, c)
+// finalizer, no more than one side is active (the Machine API's authority with the Cluster
+// API Machine or its InfraMachine unpaused), the Machine and its InfraMachine keep the
+// instance, which still runs, and the cloud has launched and terminated nothing.
+func machineProblems(ctx context.Context, e *testenv.Env, m *machinev1beta1.Machine, c *clusterv1.Machine, in *infraView,
+	providerID string, before *api.Stats) []string {
+	p := append(copyProblems(m, c), infraProblems(in, providerID)...)
 	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) && !controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) {
 		p = append(p, "neither side holds its controller finalizer: "+describeMachine(m, c))
 	}
-	if m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && !gate.HasPausedAnnotation(c) {
-		p = append(p, "both sides active: "+describeMachine(m, c))
+	if m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && (!gate.HasPausedAnnotation(c) || !in.paused) {
+		p = append(p, "both sides active: "+describeMachine(m, c)+"; "+in.String())
 	}
 	if m.Spec.ProviderID == nil || *m.Spec.ProviderID != providerID {
 		p = append(p, fmt.Sprintf("providerID changed to %v, want %s", m.Spec.ProviderID, providerID))
 	}
-	return append(p, newInstances(e, before)...)
+	p = append(p, instanceRunning(ctx, e, providerID)...)
+	return append(p, instancesChanged(e, before)...)
 }
 
 // copyProblems: no finalizer twice on either copy, the sync finalizer on both, neither deleted.
@@ -299,16 +418,32 @@ func copyProblems(objs ...client.Object) []string {
 	return p
 }
 
-// newInstances reports RunInstances calls or launched instances since before.
+// newInstances reports RunInstances calls (through either of the cloud's fronts) or launched
+// instances since before.
 func newInstances(e *testenv.Env, before *api.Stats) []string {
 	now, err := e.Cloud.Stats(context.Background())
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if runs := now.Operations["RunInstances"].Calls - before.Operations["RunInstances"].Calls; runs != 0 || now.InstancesCreated != before.InstancesCreated {
+	if runs := now.Operations[api.OpRunInstances].Calls - before.Operations[api.OpRunInstances].Calls; runs != 0 || now.InstancesCreated != before.InstancesCreated {
 		return []string{fmt.Sprintf("%d RunInstances call(s) and %d new instance(s) since the handovers began", runs, now.InstancesCreated-before.InstancesCreated)}
 	}
 	return nil
+}
+
+// instancesChanged is newInstances plus TerminateInstances calls or terminated instances:
+// a handover neither launches nor loses an instance.
+func instancesChanged(e *testenv.Env, before *api.Stats) []string {
+	now, err := e.Cloud.Stats(context.Background())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	p := newInstances(e, before)
+	if terms := now.Operations[api.OpTerminateInstances].Calls - before.Operations[api.OpTerminateInstances].Calls; terms != 0 ||
+		now.InstancesTerminated != before.InstancesTerminated {
+		p = append(p, fmt.Sprintf("%d TerminateInstances call(s) and %d instance(s) terminated since the handovers began", terms, now.InstancesTerminated-before.InstancesTerminated))
+	}
+	return p
 }
 
 func checkNoNewInstance(t *testing.T, e *testenv.Env, before *api.Stats) {

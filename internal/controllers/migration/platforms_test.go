@@ -35,12 +35,24 @@ import (
 // subtests on. Both platforms share one lab (setUpAWS); their objects are told apart by name
 // prefix. The Machine API side of each is provisioned by its real actuator: the simulated
 // provider's, and the AWS actuator (controller group "aws") through the simulated cloud's EC2
-// front. On the Cluster API side the lab runs the simulated provider's controllers but no
-// Cluster API AWS provider (CAPA): until one runs in the lab, capaStandIn writes from the test
-// the fields a contract provider writes on an unpaused AWSMachine (see capaStandIn).
+// front. On the Cluster API side TestMigration's lab runs the simulated provider's
+// controllers but no Cluster API AWS provider (CAPA): capaStandIn writes from the test the
+// fields a contract provider writes on an unpaused AWSMachine (see capaStandIn).
+// TestCrashAtEachStep instead gives each platform a lab of its own (ownLab), where the aws
+// one runs the upstream CAPA controller and no stand-in.
 type platformCase struct {
 	provider provider.Provider
 	prefix   string
+	// cluster is the cluster's name (the Infrastructure's infrastructureName, the Cluster API
+	// Cluster's name), which the Machine API objects' cluster label carries.
+	cluster string
+	// ownLab starts a lab of this platform alone, with its real Cluster API provider where
+	// the lab has one, and seeds its cluster; it returns the lab and the cluster's name (for
+	// tests that cannot share TestMigration's lab, see startOwnLab).
+	ownLab func(t *testing.T) (*testenv.Env, string)
+	// infraWriter is the field manager of the status writes of the provider ownLab runs on its
+	// InfraMachines, checked where that provider is a process of its own ("": not checked).
+	infraWriter string
 	// region and zones are the cluster's.
 	region string
 	zones  [3]string
@@ -60,7 +72,7 @@ type platformCase struct {
 func platformCases() []platformCase {
 	return []platformCase{
 		{
-			provider: provider.Sim(), prefix: "",
+			provider: provider.Sim(), prefix: "", cluster: "lab", ownLab: simLab,
 			region: "sim-east-1",
 			zones:  [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, small: "s1.medium", large: "s1.large",
 			smallCPU: "2", smallMemoryMiB: "4096",
@@ -68,7 +80,7 @@ func platformCases() []platformCase {
 			spec:          simSpec,
 		},
 		{
-			provider: provider.AWS(), prefix: "aws-",
+			provider: provider.AWS(), prefix: "aws-", cluster: "lab", ownLab: awsCAPALab, infraWriter: capaFieldManager,
 			region: "us-east-1", unconvertible: awsAMIByFilters(),
 			// The demo AWS cluster's zones: the EC2 front has subnets in these two only.
 			zones: [3]string{"us-east-1a", "us-east-1b", "us-east-1a"}, small: "m6i.xlarge", large: "m6i.2xlarge",
@@ -83,9 +95,13 @@ func (pc platformCase) name(n string) string { return pc.prefix + n }
 // machine is a Machine API Machine of the platform in the cluster's zone i.
 func (pc platformCase) machine(name string, zone int) *machinev1beta1.Machine {
 	m := machine(name, "", "")
+	m.Labels[clusterLabel] = pc.cluster
 	m.Spec.ProviderSpec.Value = pc.spec(pc.region, pc.zones[zone], pc.small)
 	return m
 }
+
+// clusterLabel names the cluster on Machine API objects.
+const clusterLabel = "machine.openshift.io/cluster-api-cluster"
 
 func simSpec(region, zone, instanceType string) *runtime.RawExtension {
 	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
@@ -161,9 +177,9 @@ func testHandover(t *testing.T, pc platformCase) {
 }
 
 func platformSet(pc platformCase, name string, replicas int32, instanceType string) *machinev1beta1.MachineSet {
-	sel := map[string]string{"machine.openshift.io/cluster-api-cluster": "lab", "machine.openshift.io/cluster-api-machineset": name}
+	sel := map[string]string{clusterLabel: pc.cluster, "machine.openshift.io/cluster-api-machineset": name}
 	return &machinev1beta1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api", Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api", Labels: map[string]string{clusterLabel: pc.cluster}},
 		Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To(replicas), Selector: metav1.LabelSelector{MatchLabels: sel},
 			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: sel},
 				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: pc.spec(pc.region, pc.zones[0], instanceType)}}}},

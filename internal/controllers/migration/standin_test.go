@@ -19,8 +19,9 @@ import (
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// capaStandIn plays, from the test, the Cluster API AWS provider (CAPA), which this lab does
-// not run yet. It writes only what CAPA writes on an AWSMachine, and only on an unpaused one:
+// capaStandIn plays, from the test, the Cluster API AWS provider (CAPA) in TestMigration's
+// lab, which does not run CAPA (a lab that runs the real one, awsCAPALab, never starts the
+// stand-in: both would act on the same AWSMachines). It writes only what CAPA writes on an AWSMachine, and only on an unpaused one:
 // CAPA's finalizer, then — once the AWSMachine has the providerID of a running instance —
 // status.ready (the pinned CAPA's provisioned flag, Cluster API's v1beta1 InfraMachine
 // contract), status.instanceState and status.addresses read from the instance, as CAPA reads

@@ -1,0 +1,198 @@
+package migration_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/cloud/api"
+	"github.com/machina-dev/machina/internal/demo"
+	"github.com/machina-dev/machina/internal/lab"
+	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/testenv"
+)
+
+// simLab is a lab of the simulated platform alone: machina's Machine API controllers with the
+// simulated actuator, sync, migration, Cluster API controllers and the simulated provider's
+// InfraMachine controllers, all in machina's manager; the cluster is SeedCluster's "lab".
+func simLab(t *testing.T) (*testenv.Env, string) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
+	return e, e.SeedCluster("lab").Name
+}
+
+// awsCAPALab is a lab of the AWS platform alone with the upstream Cluster API AWS provider:
+// machina's Machine API controllers with the AWS actuator (group "aws"), sync, migration and
+// Cluster API controllers, and CAPA (lab.StartCAPA, limited to the Cluster API namespace as
+// OpenShift runs it), all against the simulated cloud's EC2 front. The cluster is the demo
+// AWS cluster: the Infrastructure says AWS, the Cluster API Cluster has an externally
+// managed AWSCluster, and the Cluster API namespace has the bootstrap Secret CAPA reads user
+// data from. No capaStandIn runs here: CAPA alone writes what a provider writes on the
+// AWSMachines. CAPA is a process of its own, started once: StopManager stops machina's
+// manager only, so CAPA keeps running through every crash a test makes.
+func awsCAPALab(t *testing.T) (*testenv.Env, string) {
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi", EC2: true})
+	ctx := context.Background()
+	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
+	startCAPA(t, e, capiNamespace)
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
+	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
+		t.Fatal(err)
+	}
+	// OpenShift gives the Cluster API namespace the worker user data as a bootstrap Secret
+	// (format ignition); the converted Machines name it.
+	userData := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNamespace, Name: demo.UserDataSecret}, userData); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: capiNamespace},
+		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}}); err != nil {
+		t.Fatal(err)
+	}
+	return e, cl.Name
+}
+
+// startCAPA starts the upstream CAPA controller against the lab and its EC2 front (the first
+// start builds it into the cache, see lab.EnsureCAPA), and stops it at cleanup, logging the
+// last errors of its log when the test failed.
+func startCAPA(t *testing.T, e *testenv.Env, namespace string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	start := time.Now()
+	capa, err := e.Lab.StartCAPA(ctx, lab.CAPAOptions{EC2URL: e.EC2URL, Region: e.Server.EC2().Region(), Namespace: namespace,
+		Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CAPA %s up in %s", lab.CAPAVersion, time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(capa.LogPath); err == nil {
+				var errs []string
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, "E") || strings.Contains(l, "rror") {
+						errs = append(errs, l)
+					}
+				}
+				t.Logf("CAPA's log %s, last errors:\n%s", capa.LogPath, strings.Join(errs[max(0, len(errs)-15):], "\n"))
+			}
+		}
+		capa.Stop()
+	})
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// capaFieldManager is the field manager of CAPA's writes (its client's user agent).
+const capaFieldManager = "cluster-api-provider-aws-controller"
+
+// infraView is what the crash tests read of a Machine's InfraMachine, of any platform: its
+// provider comes from the registry (provider.Provider), its fields from the Cluster API
+// InfraMachine contract.
+type infraView struct {
+	obj *unstructured.Unstructured
+	// paused: the paused annotation is on; providerFinalizer: one of the finalizers the
+	// provider's controller sets is on; pausedAck: the provider reports Paused=True (either
+	// condition form, at the current generation where the form says).
+	paused, providerFinalizer, pausedAck bool
+	providerID                           string
+	// provisioned: status.ready (v1beta1 contract, CAPA v2) or
+	// status.initialization.provisioned (v1beta2 contract).
+	provisioned   bool
+	instanceState string
+}
+
+// getInfra reads the InfraMachine the Cluster API Machine c references, as p's kind.
+func getInfra(ctx context.Context, e *testenv.Env, p provider.Provider, c *clusterv1.Machine) (*infraView, error) {
+	if ref := c.Spec.InfrastructureRef; ref.Kind != p.InfraMachine.Kind || ref.APIGroup != p.InfraMachine.Group {
+		return nil, fmt.Errorf("Machine %s references %s.%s %s, want a %s", c.Name, ref.Kind, ref.APIGroup, ref.Name, p.InfraMachine.Kind)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(p.InfraMachine)
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, u); err != nil {
+		return nil, err
+	}
+	v := &infraView{obj: u}
+	_, v.paused = u.GetAnnotations()[clusterv1.PausedAnnotation]
+	v.providerFinalizer = slices.ContainsFunc(p.InfraMachineFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(u, f) })
+	v.providerID, _, _ = unstructured.NestedString(u.Object, "spec", "providerID")
+	ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready")
+	provisioned, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned")
+	v.provisioned = ready || provisioned
+	v.instanceState, _, _ = unstructured.NestedString(u.Object, "status", "instanceState")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != clusterv1.PausedCondition {
+			continue
+		}
+		g, hasGen := m["observedGeneration"].(int64)
+		v.pausedAck = m["status"] == "True" && (!hasGen || g >= u.GetGeneration())
+	}
+	return v, nil
+}
+
+func (v *infraView) String() string {
+	return fmt.Sprintf("%s %s paused-annotation %v finalizers %v Paused %v providerID %q provisioned %v instanceState %q",
+		v.obj.GetKind(), v.obj.GetName(), v.paused, v.obj.GetFinalizers(), v.pausedAck, v.providerID, v.provisioned, v.instanceState)
+}
+
+// statusWrittenBy reports whether fieldManager owns fields of the object's status.
+func statusWrittenBy(o client.Object, fieldManager string) bool {
+	return slices.ContainsFunc(o.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
+		return f.Manager == fieldManager && f.Subresource == "status"
+	})
+}
+
+// infraProblems: the InfraMachine is not being deleted, carries no finalizer twice, and names
+// no other instance than the Machine's.
+func infraProblems(v *infraView, providerID string) []string {
+	var p []string
+	fs := v.obj.GetFinalizers()
+	for i, f := range fs {
+		if slices.Contains(fs[:i], f) {
+			p = append(p, fmt.Sprintf("%s %s has finalizer %s twice: %v", v.obj.GetKind(), v.obj.GetName(), f, fs))
+		}
+	}
+	if !v.obj.GetDeletionTimestamp().IsZero() {
+		p = append(p, fmt.Sprintf("%s %s is being deleted", v.obj.GetKind(), v.obj.GetName()))
+	}
+	if v.providerID != "" && v.providerID != providerID {
+		p = append(p, fmt.Sprintf("%s %s names instance %s, the Machine %s", v.obj.GetKind(), v.obj.GetName(), v.providerID, providerID))
+	}
+	return p
+}
+
+// instanceRunning reports a problem unless the instance of providerID is running.
+func instanceRunning(ctx context.Context, e *testenv.Env, providerID string) []string {
+	inst, err := e.Cloud.GetInstance(ctx, path.Base(providerID))
+	if err != nil {
+		return []string{fmt.Sprintf("instance of %s: %v", providerID, err)}
+	}
+	if inst.State != api.StateRunning {
+		return []string{fmt.Sprintf("instance %s is %s, want running", inst.InstanceID, inst.State)}
+	}
+	return nil
+}
