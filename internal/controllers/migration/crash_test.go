@@ -377,7 +377,8 @@ func crashLoop(t *testing.T, e *testenv.Env, what string, steps []crashStep, req
 }
 
 // machineProblems: whatever step a crash stopped at, the copies keep a guard against losing
-// the instance (a controller finalizer on at least one side, none twice), both keep the sync
+// the instance (a controller finalizer on at least one side, none twice, and the InfraMachine
+// provider's whenever the Machine API's is off), both keep the sync
 // finalizer, no more than one side is active (the Machine API's authority with the Cluster
 // API Machine or its InfraMachine unpaused), the Machine and its InfraMachine keep the
 // instance, which still runs, and the cloud has launched and terminated nothing.
@@ -386,6 +387,10 @@ func machineProblems(ctx context.Context, e *testenv.Env, m *machinev1beta1.Mach
 	p := append(copyProblems(m, c), infraProblems(in, providerID)...)
 	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) && !controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) {
 		p = append(p, "neither side holds its controller finalizer: "+describeMachine(m, c))
+	}
+	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) && !in.providerFinalizer {
+		p = append(p, "the Machine API let go of the instance while the "+in.obj.GetKind()+" lacks its provider's finalizer "+
+			"(deleting the Cluster API Machine now would leave the instance running): "+describeMachine(m, c)+"; "+in.String())
 	}
 	if m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && (!gate.HasPausedAnnotation(c) || !in.paused) {
 		p = append(p, "both sides active: "+describeMachine(m, c)+"; "+in.String())

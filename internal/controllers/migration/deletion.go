@@ -20,8 +20,8 @@ const DeletedWhileMigratingReason = "DeletedWhileMigrating"
 
 // settleDeletion ends the handover of a Machine one of whose copies is being deleted, so that
 // exactly one side's controller acts on the deletion: the side whose controller finalizer is
-// still on its copy (the old side when both are; the API server refuses new finalizers on an
-// object being deleted, so the handover cannot go on). The other side lets go of the instance
+// still on its copy (the old side when both are, the new side when neither is any more; the
+// API server refuses new finalizers on an object being deleted, so the handover cannot go on). The other side lets go of the instance
 // and is paused, then the authority names the chosen side; the sync then carries the deletion
 // over by the usual rules.
 func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubject) (ctrl.Result, error) {
@@ -34,6 +34,11 @@ func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubjec
 			return ctrl.Result{}, err
 		}
 	} else {
+		// The InfraMachine's provider must terminate the instance: guard it before the
+		// Machine API lets go (see moveFinalizers).
+		if _, err := s.guardInfra(ctx, r.client); err != nil {
+			return ctrl.Result{}, err
+		}
 		if _, err := removeFinalizers(ctx, r.client, s.mapi, machinev1beta1.MachineFinalizer); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -62,7 +67,14 @@ func deletionSide(s *machineSubject) machinev1beta1.MachineAuthority {
 	case capiHolds:
 		return machinev1beta1.MachineAuthorityClusterAPI
 	}
-	return previous
+	// Neither holds: the handover had put the new side's finalizer on last, and that side's
+	// controller has taken it off again because it has carried the deletion out. Handing the
+	// Machine back to the old side would have the sync take the deletion for a mirror deleted
+	// by hand and recreate it.
+	if previous == machinev1beta1.MachineAuthorityMachineAPI {
+		return machinev1beta1.MachineAuthorityClusterAPI
+	}
+	return machinev1beta1.MachineAuthorityMachineAPI
 }
 
 // releaseCAPI takes the Cluster API controllers' finalizers off the paused copies: the Machine

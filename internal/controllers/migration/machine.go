@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -145,14 +146,20 @@ func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, str
 	return sidePaused(side, s.mapi.Status.Conditions, s.capi.Status.Conditions, s.capi.Generation)
 }
 
-// moveFinalizers: the new side's Machine controller finalizer is added (and stored) before
-// the old side's is removed, so the instance is never without a guard.
+// moveFinalizers: the new side's finalizers are added (and stored) before the old side's is
+// removed, so the instance is never without a guard. Going to the Cluster API that includes
+// the InfraMachine provider's finalizer: the provider adds it itself only on its first
+// unpaused pass, and a Cluster API Machine deleted before that pass would take a finalizer-less
+// InfraMachine with it at once, leaving the instance running with nothing to terminate it.
 func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error) {
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
 		if s.capi == nil {
 			return true, nil
 		}
 		if added, err := addFinalizer(ctx, c, s.capi, clusterv1.MachineFinalizer); err != nil || added {
+			return false, err
+		}
+		if added, err := s.guardInfra(ctx, c); err != nil || added {
 			return false, err
 		}
 		removed, err := removeFinalizers(ctx, c, s.mapi, machinev1beta1.MachineFinalizer)
@@ -229,6 +236,16 @@ func setPaused(ctx context.Context, c client.Client, o client.Object, paused boo
 // addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it
 // does not skip an object being deleted: the API server's refusal then stops the handover
 // rather than letting the old side's finalizer go with no guard in its place.
+// guardInfra puts the provider's (first) finalizer on the InfraMachine unless it carries one
+// of them already or is being deleted (the API server refuses new finalizers then).
+func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool, error) {
+	if s.infra == nil || len(s.infraFinalizers) == 0 || !s.infra.GetDeletionTimestamp().IsZero() ||
+		slices.ContainsFunc(s.infraFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(s.infra, f) }) {
+		return false, nil
+	}
+	return addFinalizer(ctx, c, s.infra, s.infraFinalizers[0])
+}
+
 func addFinalizer(ctx context.Context, c client.Client, o client.Object, f string) (bool, error) {
 	return patch.Locked(ctx, c, o, func() bool { return controllerutil.AddFinalizer(o, f) })
 }

@@ -147,6 +147,9 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 	}
 	var instances []string
 	for _, m := range left.Items {
+		if !m.DeletionTimestamp.IsZero() {
+			continue // the scaled-down Machine, still on its way out
+		}
 		if pid, err := api.ParseProviderID(ptr.Deref(m.Spec.ProviderID, "")); err == nil {
 			instances = append(instances, pid.InstanceID)
 		}
