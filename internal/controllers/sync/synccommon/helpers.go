@@ -80,5 +80,12 @@ func EnsureUserData(ctx context.Context, c client.Client, srcNS, dstNS string, n
 		dst.Labels[clusterv1.ClusterNameLabel] = clusterName
 		return nil
 	})
+	if apierrors.IsAlreadyExists(err) {
+		// Another worker (a MachineSet of the same cluster) created it from the same source
+		// since this one's cache was filled. Failing here would leave the caller's pass
+		// unfinished, and a MachineSet born Cluster API-authoritative is never created from
+		// the Machine API again: its InfraMachineTemplate would never be made.
+		return nil
+	}
 	return err
 }

@@ -1,0 +1,44 @@
+package synccommon
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/machina-dev/machina/internal/scheme"
+)
+
+// A user data Secret another worker created after this one's cache was filled (the cache
+// still says NotFound, the create says AlreadyExists) is not an error: the caller's pass goes
+// on. Other errors still are.
+func TestEnsureUserDataCreatedConcurrently(t *testing.T) {
+	src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mapi", Name: "worker-user-data"}, Data: map[string][]byte{"userData": []byte("x")}}
+	staleCache := func(createErr error) client.Client {
+		return fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(src).WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if key.Namespace == "capi" {
+					return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return createErr },
+		}).Build()
+	}
+	gr := schema.GroupResource{Resource: "secrets"}
+	if err := EnsureUserData(context.Background(), staleCache(apierrors.NewAlreadyExists(gr, "worker-user-data")), "mapi", "capi",
+		ptr.To("worker-user-data"), "c"); err != nil {
+		t.Errorf("created concurrently by another worker: %v, want nil", err)
+	}
+	if err := EnsureUserData(context.Background(), staleCache(apierrors.NewForbidden(gr, "worker-user-data", nil)), "mapi", "capi",
+		ptr.To("worker-user-data"), "c"); !apierrors.IsForbidden(err) {
+		t.Errorf("forbidden create: %v, want the error", err)
+	}
+}
