@@ -3,6 +3,7 @@ package migration_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -248,15 +249,18 @@ func breakAndWaitRemediated(t *testing.T, e *testenv.Env, set string, by machine
 func breakAndWaitRemediatedBy(t *testing.T, e *testenv.Env, set, check string, by machinev1beta1.MachineAuthority) {
 	t.Helper()
 	ctx := context.Background()
-	var list clusterv1.MachineList
-	if err := e.Client.List(ctx, &list, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set}); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 || list.Items[0].Spec.ProviderID == "" {
-		t.Fatalf("want one provisioned Cluster API Machine in %s, have %d", set, len(list.Items))
-	}
-	victim := list.Items[0].Name
-	pid, err := api.ParseProviderID(list.Items[0].Spec.ProviderID)
+	// One provisioned Cluster API Machine (one replaced before may still be on its way out).
+	var live []clusterv1.Machine
+	e.Eventually(2*time.Minute, "one provisioned Cluster API Machine in "+set, func(ctx context.Context) (bool, string, error) {
+		var list clusterv1.MachineList
+		if err := e.Client.List(ctx, &list, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set}); err != nil {
+			return false, err.Error(), nil
+		}
+		live = slices.DeleteFunc(list.Items, func(m clusterv1.Machine) bool { return !m.DeletionTimestamp.IsZero() })
+		return len(live) == 1 && live[0].Spec.ProviderID != "", fmt.Sprintf("%d live of %d", len(live), len(list.Items)), nil
+	})
+	victim := live[0].Name
+	pid, err := api.ParseProviderID(live[0].Spec.ProviderID)
 	if err != nil {
 		t.Fatal(err)
 	}
