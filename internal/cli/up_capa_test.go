@@ -49,11 +49,7 @@ func checkCAPARunning(t *testing.T, u *upLab, dir, progress string) {
 // has no CAPA webhook registration kube-apiserver would call.
 func checkCAPAGone(t *testing.T, dir string, pids []int, healthURL string) {
 	t.Helper()
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("process %d of the lab still exists after up stopped (kill 0: %v)", pid, err)
-		}
-	}
+	checkProcessesGone(t, pids, "after up stopped")
 	hc := &http.Client{Timeout: 2 * time.Second}
 	if resp, err := hc.Get(healthURL); err == nil {
 		resp.Body.Close()
@@ -124,14 +120,20 @@ func TestUpAWSCAPAFails(t *testing.T) {
 	if len(pids) == 0 || ec2URL == "" {
 		t.Fatalf("CAPA was not asked to start against a running lab and EC2 front (pids %v, EC2 %q):\n%s", pids, ec2URL, progress.String())
 	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("process %d of the lab still exists after the failed start (kill 0: %v)", pid, err)
-		}
-	}
+	checkProcessesGone(t, pids, "after the failed start")
 	hc := &http.Client{Timeout: 2 * time.Second}
 	if resp, err := hc.Get(ec2URL); err == nil {
 		resp.Body.Close()
 		t.Errorf("the EC2 front %s still answers after the failed start", ec2URL)
+	}
+}
+
+// checkProcessesGone: none of the lab's processes pids exists any more.
+func checkProcessesGone(t *testing.T, pids []int, when string) {
+	t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process %d of the lab still exists %s (kill 0: %v)", pid, when, err)
+		}
 	}
 }
