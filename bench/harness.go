@@ -82,6 +82,8 @@ type envOptions struct {
 	groups string
 	// ec2 serves the cloud's EC2 front and points the manager's AWS provider at it.
 	ec2 bool
+	// verbosity is the manager's --verbosity (1 = debug logs in manager.log).
+	verbosity int
 }
 
 func startEnvWith(o envOptions) (*env, error) {
@@ -134,6 +136,9 @@ func startEnvWith(o envOptions) (*env, error) {
 		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000"}
 	if o.ec2 {
 		args = append(args, "--aws-endpoint", e.cloud.EC2().URL())
+	}
+	if o.verbosity > 0 {
+		args = append(args, "--verbosity", strconv.Itoa(o.verbosity))
 	}
 	e.mgr = exec.Command(os.Args[0], args...)
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf

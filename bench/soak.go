@@ -48,6 +48,8 @@ type soakOptions struct {
 	// Settle bounds the wait for quiet after the operations stop (and again after the
 	// final scale to 0).
 	Settle time.Duration
+	// Verbosity is the manager's log verbosity (1 = debug), for diagnosing a violation.
+	Verbosity int
 }
 
 // soakMain is `go run ./bench soak`: exit 0 when every invariant held, 1 on a violation.
@@ -59,6 +61,7 @@ func soakMain(args []string) int {
 	fs.Uint64Var(&o.Seed, "seed", uint64(time.Now().UnixNano()%100000), "random seed (printed; replay with the same one)")
 	fs.IntVar(&o.Sets, "machinesets", 5, "MachineSets (4-6), alternately owned by each API")
 	fs.DurationVar(&o.Settle, "settle", 5*time.Minute, "longest wait for quiet at the end")
+	fs.IntVar(&o.Verbosity, "manager-verbosity", 0, "the manager's log verbosity in manager.log (1 = debug)")
 	_ = fs.Parse(args)
 	ctrllog.SetLogger(logr.Discard())
 	if o.Sets < 2 || o.Machines < o.Sets {
@@ -95,7 +98,7 @@ type soak struct {
 
 func runSoak(o soakOptions) (*soakReport, error) {
 	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets\n", o.Seed, o.Duration, o.Machines, o.Sets)
-	e, err := startEnv("*")
+	e, err := startEnvWith(envOptions{groups: "*", verbosity: o.Verbosity})
 	if err != nil {
 		return nil, err
 	}

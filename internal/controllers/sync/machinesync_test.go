@@ -119,6 +119,7 @@ func TestSync(t *testing.T) {
 		{"ClusterAPIMachineSetFirst_SyncFinalizerOnBothDeletionCarried", testClusterAPIMachineSetFirst},
 		{"CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone},
 		{"TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI},
+		{"ClusterAPIAuthoritativeMachineSet_TemplateWrittenFirst_MissingTemplateReported", testTemplateBeforeMachineSet},
 	} {
 		t.Run(c.name, perPlatform(c.f))
 	}

@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,15 +68,20 @@ func testMachineSetMirrorDeleted(t *testing.T, p platform) {
 						owned++
 					}
 				}
-				return cms.UID != oldUID && cms.DeletionTimestamp.IsZero() && m == 2 && c == 2 && owned == 2,
-					fmt.Sprintf("new mirror %v, %d owned by it, %s", cms.UID != oldUID, owned, desc), nil
+				// Its template, let go with the old mirror, is the new one's again.
+				var tmplOwner *metav1.OwnerReference
+				if tmpl, err := p.infraTemplate(ctx, e, cms.Spec.Template.Spec.InfrastructureRef.Name); err == nil {
+					tmplOwner = metav1.GetControllerOf(tmpl)
+				}
+				return cms.UID != oldUID && cms.DeletionTimestamp.IsZero() && m == 2 && c == 2 && owned == 2 && tmplOwner != nil && tmplOwner.UID == cms.UID,
+					fmt.Sprintf("new mirror %v, %d owned by it, template controller %v, %s", cms.UID != oldUID, owned, tmplOwner, desc), nil
 			})
 			var list machinev1beta1.MachineList
 			if err := e.Client.List(ctx, &list, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": name}); err != nil {
 				t.Fatal(err)
 			}
 			for _, x := range list.Items {
-				if !x.DeletionTimestamp.IsZero() || !containsUID(mapiUIDs, x.UID) {
+				if !x.DeletionTimestamp.IsZero() || !slices.Contains(mapiUIDs, x.UID) {
 					t.Errorf("Machine API Machine %s replaced or deleted", x.Name)
 				}
 			}
@@ -89,15 +95,6 @@ func testMachineSetMirrorDeleted(t *testing.T, p platform) {
 			}
 		})
 	}
-}
-
-func containsUID(uids []types.UID, u types.UID) bool {
-	for _, x := range uids {
-		if x == u {
-			return true
-		}
-	}
-	return false
 }
 
 // testMHCMirrorDeleted: the paused Cluster API mirror of a Machine API authoritative health

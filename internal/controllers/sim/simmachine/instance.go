@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
@@ -126,6 +127,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine
 		return r.cloudError(sm, "creating the instance", err)
 	}
 	if resp.Created {
+		log.FromContext(ctx).Info("launched an instance", "instance", resp.Instance.InstanceID, "zone", resp.Instance.Zone)
 		events.Eventf(r.Recorder, sm, corev1.EventTypeNormal, "InstanceCreated", "Created instance %s in %s", resp.Instance.InstanceID, resp.Instance.Zone)
 	}
 	return r.apply(sm, &resp.Instance), nil
@@ -224,6 +226,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sm *infrav1.SimMachine
 	}
 	var inst *api.Instance
 	var err error
+	lookup := "by providerID " + sm.Spec.ProviderID
 	if sm.Spec.ProviderID != "" {
 		pid, perr := api.ParseProviderID(sm.Spec.ProviderID)
 		if perr == nil {
@@ -233,6 +236,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sm *infrav1.SimMachine
 			}
 		}
 	} else {
+		lookup = "by tag " + TagSimMachineUID + "=" + string(sm.UID)
 		inst, err = r.findByTag(ctx, sm)
 	}
 	if err != nil {
@@ -253,6 +257,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sm *infrav1.SimMachine
 			return ctrl.Result{RequeueAfter: PendingRequeue}, nil
 		}
 	}
+	log.FromContext(ctx).Info("no live instance; releasing the SimMachine", "lookup", lookup)
 	setReady(sm, metav1.ConditionFalse, infrav1.InstanceTerminatedReason, "the instance is terminated")
 	controllerutil.RemoveFinalizer(sm, infrav1.SimMachineFinalizer)
 	return ctrl.Result{}, nil

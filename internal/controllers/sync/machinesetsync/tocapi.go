@@ -2,6 +2,7 @@ package machinesetsync
 
 import (
 	"context"
+	"errors"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,44 +57,25 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	synccommon.MarkMirrored(desired)
 	synccommon.SetPaused(desired, pause.ForCreate())
 	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
-	if capi == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
-			}
-			return ctrl.Result{}, err
-		}
-		capi = desired
-		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API MachineSet %s/%s", capi.Namespace, capi.Name)
-	} else {
-		base := capi.DeepCopy()
-		capi.Spec = desired.Spec
-		synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
-		pause.Apply(capi)
-		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
-		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
-			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-
 	// Machines the Cluster API MachineSet creates read their bootstrap data in its namespace.
-	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, capi.Namespace, desired.Spec.Template.Spec.Bootstrap.DataSecretName, desired.Spec.ClusterName); err != nil {
+	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, desired.Namespace, desired.Spec.Template.Spec.Bootstrap.DataSecretName, desired.Spec.ClusterName); err != nil {
 		return ctrl.Result{}, err
 	}
-
+	// The template is written before the MachineSet naming it: a Cluster API MachineSet never
+	// points at a template that is not there, even when a pass stops between the two writes
+	// (once the Cluster API is authoritative its copy is the source, and its template with it).
 	tmpl := out.InfraMachineTemplate
-	synccommon.SetPaused(tmpl, pause.ForCreate())
-	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name)
-	tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
-	if err := r.Client.Create(ctx, tmpl); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, err
-	} else if err == nil {
-		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", tmpl.GetObjectKind().GroupVersionKind().Kind,
-			tmpl.GetNamespace(), tmpl.GetName())
+	if err := r.createTemplate(ctx, mapi, tmpl, capi, pause); err != nil {
+		return ctrl.Result{}, r.writeFailed(ctx, mapi, err)
 	}
-	if err := r.setTemplatePaused(ctx, tmpl, pause); err != nil {
+	capi, err = r.writeMachineSet(ctx, mapi, capi, desired, pause)
+	if err != nil {
+		return ctrl.Result{}, r.writeFailed(ctx, mapi, err)
+	}
+	if capi == nil {
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
+	}
+	if err := r.adoptTemplate(ctx, tmpl, capi, pause); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.pruneTemplates(ctx, capi, p); err != nil {
@@ -107,19 +89,78 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
 }
 
-// setTemplatePaused keeps an existing template's paused annotation in line with authority, and
-// the sync's mark (synccommon.MirrorOfAnnotation) on it.
-func (r *Reconciler) setTemplatePaused(ctx context.Context, tmpl client.Object, pause synccommon.Pause) error {
+// writeMachineSet creates the Cluster API MachineSet or brings it to desired; nil when
+// another worker created it a moment ago (the next pass updates it).
+func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.MachineSet, capi, desired *clusterv1.MachineSet, pause synccommon.Pause) (*clusterv1.MachineSet, error) {
+	if capi == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API MachineSet %s/%s", desired.Namespace, desired.Name)
+		return desired, nil
+	}
+	base := capi.DeepCopy()
+	capi.Spec = desired.Spec
+	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
+	pause.Apply(capi)
+	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
+		return capi, nil
+	}
+	return capi, r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// createTemplate creates the InfraMachineTemplate unless it exists, owned by the Cluster API
+// MachineSet when that exists already (adoptTemplate gives a first template its owner).
+func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.MachineSet, tmpl client.Object, capi *clusterv1.MachineSet, pause synccommon.Pause) error {
+	synccommon.SetPaused(tmpl, pause.ForCreate())
+	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name)
+	if capi != nil {
+		tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
+	}
+	err := r.Client.Create(ctx, tmpl)
+	if err == nil {
+		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", tmpl.GetObjectKind().GroupVersionKind().Kind,
+			tmpl.GetNamespace(), tmpl.GetName())
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// adoptTemplate keeps the template's paused annotation in line with authority, the sync's
+// mark (synccommon.MirrorOfAnnotation) on it, and the Cluster API MachineSet as its
+// controller when it has none: a template created before its MachineSet, or one let go when a
+// deleted mirror was recreated (mirrorDeleted), is pruned and garbage-collected with it.
+func (r *Reconciler) adoptTemplate(ctx context.Context, tmpl client.Object, capi *clusterv1.MachineSet, pause synccommon.Pause) error {
 	existing := tmpl.DeepCopyObject().(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	base := existing.DeepCopyObject().(client.Object)
-	paused := pause.Apply(existing)
-	if marked := synccommon.MarkMirrorOf(existing, tmpl.GetAnnotations()[synccommon.MirrorOfAnnotation]); !paused && !marked {
+	changed := pause.Apply(existing)
+	changed = synccommon.MarkMirrorOf(existing, tmpl.GetAnnotations()[synccommon.MirrorOfAnnotation]) || changed
+	if metav1.GetControllerOf(existing) == nil {
+		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), *metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))))
+		changed = true
+	}
+	if !changed {
 		return nil
 	}
-	return r.Client.Patch(ctx, existing, client.MergeFrom(base))
+	return r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// writeFailed reports a refused write of the Cluster API copy or its template in
+// Synchronized=False and returns err, so the pass is retried with backoff.
+func (r *Reconciler) writeFailed(ctx context.Context, mapi *machinev1beta1.MachineSet, err error) error {
+	if apierrors.IsConflict(err) {
+		return err
+	}
+	return errors.Join(err, r.setSynchronized(ctx, mapi, synccommon.MirrorWriteFailedReason, nil, err, 0))
 }
 
 // pruneTemplates deletes templates this MachineSet owns that it no longer references and no

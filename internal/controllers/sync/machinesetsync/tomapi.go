@@ -2,6 +2,7 @@ package machinesetsync
 
 import (
 	"context"
+	"fmt"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,8 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	tmpl := obj.(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, tmpl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{RequeueAfter: ContextRetry}, nil
+			missing := fmt.Errorf("spec.template.spec.infrastructureRef: %s %s/%s not found", ref.Kind, capi.Namespace, ref.Name)
+			return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.TemplateNotFoundReason, nil, missing, 0)
 		}
 		return ctrl.Result{}, err
 	}

@@ -38,6 +38,11 @@ const (
 	ConversionFailedReason = "ConversionFailed"
 	SynchronizedReason     = "ResourceSynchronized"
 	NoContextReason        = "ClusterNotReady"
+	// MirrorWriteFailedReason: the apiserver refused a write of the other API's copy.
+	MirrorWriteFailedReason = "MirrorWriteFailed"
+	// TemplateNotFoundReason: the authoritative Cluster API MachineSet names an
+	// InfraMachineTemplate that does not exist.
+	TemplateNotFoundReason = "InfraMachineTemplateNotFound"
 )
 
 // Namespaces is where each API's copies live.
