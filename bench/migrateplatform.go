@@ -7,8 +7,6 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,17 +63,14 @@ func simSeed(ctx context.Context, e *env, kubeconfig []byte) (newMachineSet, err
 }
 
 // awsSeed is the OpenShift-style AWS cluster of the EC2 front's catalogue with the upstream
-// CAPA controller running for the Cluster API namespace, as OpenShift runs it, and the
-// Cluster API bootstrap Secret CAPA reads; MachineSets alternate between the cluster's zones.
+// CAPA controller running for the Cluster API namespace, as OpenShift runs it (the sync writes
+// the bootstrap Secret CAPA reads); MachineSets alternate between the cluster's zones.
 func awsSeed(ctx context.Context, e *env, kubeconfig []byte) (newMachineSet, error) {
 	if err := startCAPA(ctx, e); err != nil {
 		return nil, err
 	}
 	cl := demo.DefaultAWSCluster(mapiNS, capiNS, kubeconfig)
 	if err := demo.EnsureAWSClusterObjects(ctx, e.client, cl); err != nil {
-		return nil, err
-	}
-	if err := createBootstrapSecret(ctx, e.client, cl); err != nil {
 		return nil, err
 	}
 	return func(name string, i int, replicas int32) *machinev1beta1.MachineSet {
@@ -96,18 +91,6 @@ func startCAPA(ctx context.Context, e *env) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: CAPA up in %s, log %s\n", time.Since(start).Round(time.Second), capa.LogPath)
 	return nil
-}
-
-// createBootstrapSecret creates the worker user data Secret OpenShift gives the Cluster API
-// namespace: the Machine API one's Ignition under "value", format ignition. It is created
-// before any Machine is mirrored, so the sync finds it and keeps the format.
-func createBootstrapSecret(ctx context.Context, c client.Client, cl demo.AWSCluster) error {
-	userData := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: demo.UserDataSecret}, userData); err != nil {
-		return err
-	}
-	return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: cl.ClusterAPINamespace},
-		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}})
 }
 
 // capaTakeoverLeft counts the n Machines whose AWSMachine CAPA has not yet taken: taken is

@@ -192,15 +192,35 @@ func movePool(t *testing.T, e *testenv.Env, set string, to machinev1beta1.Machin
 // moveSet hands the MachineSet and its Machines to `to` and waits until all have moved.
 func moveSet(t *testing.T, e *testenv.Env, set string, to machinev1beta1.MachineAuthority) {
 	t.Helper()
+	requestMachines(t, e, set, to)
+	migrateSet(t, e, set, to)
+	waitMachinesMoved(t, e, set, to)
+}
+
+// moveMachines hands the MachineSet's Machines, not the MachineSet, to `to` and waits until
+// all have moved.
+func moveMachines(t *testing.T, e *testenv.Env, set string, to machinev1beta1.MachineAuthority) {
+	t.Helper()
+	requestMachines(t, e, set, to)
+	waitMachinesMoved(t, e, set, to)
+}
+
+func requestMachines(t *testing.T, e *testenv.Env, set string, to machinev1beta1.MachineAuthority) {
+	t.Helper()
 	var machines machinev1beta1.MachineList
 	if err := e.Client.List(context.Background(), &machines, client.InNamespace(mapiNS),
 		client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range machines.Items {
-		request(t, e, m.Name, to)
+		if m.DeletionTimestamp.IsZero() {
+			request(t, e, m.Name, to)
+		}
 	}
-	migrateSet(t, e, set, to)
+}
+
+func waitMachinesMoved(t *testing.T, e *testenv.Env, set string, to machinev1beta1.MachineAuthority) {
+	t.Helper()
 	e.Eventually(90*time.Second, "the pool's Machines moved to "+string(to), func(ctx context.Context) (bool, string, error) {
 		var list machinev1beta1.MachineList
 		if err := e.Client.List(ctx, &list, client.InNamespace(mapiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set}); err != nil {

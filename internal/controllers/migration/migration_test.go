@@ -32,7 +32,7 @@ var env *testenv.Env
 func machine(name, region, zone string) *machinev1beta1.Machine {
 	return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "openshift-machine-api",
 		Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": "lab"}},
-		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: simSpec(region, zone, "s1.medium")}}}
+		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: testenv.SimProviderSpec(region, zone, "s1.medium")}}}
 }
 
 func getBoth(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.Machine, *clusterv1.Machine, error) {
@@ -84,7 +84,8 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 func TestMigration(t *testing.T) {
 	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim,autoscaling", EC2: true})
 	env.SeedCluster("lab")
-	setUpAWS(t, env)
+	env.ServeAWSMachines("us-east-1")
+	startCAPAStandIn(env)
 	for _, c := range []struct {
 		name string
 		f    func(*testing.T, platformCase)

@@ -20,6 +20,11 @@ import (
 //     API-owned Machine the sync carries that over and deletes the authoritative Machine API
 //     copy, and the Machine API MachineSet replaces it.
 //
+// A third set's Machine API MachineSet keeps its authority while its Machine is handed to the
+// Cluster API alone: the Cluster API check then marks a Cluster API-authoritative Machine
+// whose owning Cluster API MachineSet is a paused mirror, which never replaces it, so the
+// sync deletes the Machine for it and the Machine API MachineSet replaces it.
+//
 // Only the check with authority acts (breakAndWaitRemediatedBy counts both checks' events).
 func TestMixedClusterHealthCheck(t *testing.T) {
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
@@ -29,6 +34,7 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 	sets := map[string]machinev1beta1.MachineAuthority{
 		"mixed-m": machinev1beta1.MachineAuthorityMachineAPI,
 		"mixed-c": machinev1beta1.MachineAuthorityClusterAPI,
+		"mixed-x": machinev1beta1.MachineAuthorityMachineAPI,
 	}
 	for name := range sets {
 		ms := machineSet(name, 1)
@@ -48,18 +54,22 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 	}
 	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityMachineAPI, "")
 
-	remediateBoth := func(t *testing.T, by machinev1beta1.MachineAuthority) {
-		for _, name := range []string{"mixed-m", "mixed-c"} {
+	remediate := func(t *testing.T, by machinev1beta1.MachineAuthority, names ...string) {
+		for _, name := range names {
 			breakAndWaitRemediatedBy(t, e.For(t), name, check, by)
 			waitSet(t, e.For(t), name, 1)
 			assertOwner(t, e.For(t), name, sets[name])
 		}
 	}
-	t.Run("MachineAPICheck", func(t *testing.T) { remediateBoth(t, machinev1beta1.MachineAuthorityMachineAPI) })
+	t.Run("MachineAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityMachineAPI, "mixed-m", "mixed-c") })
 
 	requestCheck(t, e, check, machinev1beta1.MachineAuthorityClusterAPI)
 	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityClusterAPI, migration.CompletedReason)
-	t.Run("ClusterAPICheck", func(t *testing.T) { remediateBoth(t, machinev1beta1.MachineAuthorityClusterAPI) })
+	t.Run("ClusterAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityClusterAPI, "mixed-m", "mixed-c") })
+	t.Run("ClusterAPICheck_MachineMovedAlone", func(t *testing.T) {
+		moveMachines(t, e.For(t), "mixed-x", machinev1beta1.MachineAuthorityClusterAPI)
+		remediate(t, machinev1beta1.MachineAuthorityClusterAPI, "mixed-x")
+	})
 }
 
 // assertOwner checks that the set's Machines still belong to the API that owns the set:

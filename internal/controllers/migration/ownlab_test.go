@@ -6,11 +6,8 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/demo"
-	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -46,7 +42,7 @@ func awsCAPALab(t *testing.T) (*testenv.Env, string) {
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi", EC2: true})
 	ctx := context.Background()
 	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
-	startCAPA(t, e, capiNamespace)
+	e.StartCAPA(capiNamespace)
 	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
@@ -55,54 +51,7 @@ func awsCAPALab(t *testing.T) (*testenv.Env, string) {
 	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
 		t.Fatal(err)
 	}
-	// OpenShift gives the Cluster API namespace the worker user data as a bootstrap Secret
-	// (format ignition); the converted Machines name it.
-	userData := &corev1.Secret{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNamespace, Name: demo.UserDataSecret}, userData); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: capiNamespace},
-		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}}); err != nil {
-		t.Fatal(err)
-	}
 	return e, cl.Name
-}
-
-// startCAPA starts the upstream CAPA controller against the lab and its EC2 front (the first
-// start builds it into the cache, see lab.EnsureCAPA), and stops it at cleanup, logging the
-// last errors of its log when the test failed.
-func startCAPA(t *testing.T, e *testenv.Env, namespace string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	start := time.Now()
-	capa, err := e.Lab.StartCAPA(ctx, lab.CAPAOptions{EC2URL: e.EC2URL, Region: e.Server.EC2().Region(), Namespace: namespace,
-		Progress: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("CAPA %s up in %s", lab.CAPAVersion, time.Since(start).Round(100*time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(capa.LogPath); err == nil {
-				var errs []string
-				for _, l := range strings.Split(string(b), "\n") {
-					if strings.HasPrefix(l, "E") || strings.Contains(l, "rror") {
-						errs = append(errs, l)
-					}
-				}
-				t.Logf("CAPA's log %s, last errors:\n%s", capa.LogPath, strings.Join(errs[max(0, len(errs)-15):], "\n"))
-			}
-		}
-		capa.Stop()
-	})
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // capaFieldManager is the field manager of CAPA's writes (its client's user agent).

@@ -2,9 +2,7 @@ package migration_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,9 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -76,16 +71,16 @@ func platformCases() []platformCase {
 			region: "sim-east-1",
 			zones:  [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, small: "s1.medium", large: "s1.large",
 			smallCPU: "2", smallMemoryMiB: "4096",
-			unconvertible: simSpec("sim-west-1", "sim-west-1a", "s1.medium"),
-			spec:          simSpec,
+			unconvertible: testenv.SimProviderSpec("sim-west-1", "sim-west-1a", "s1.medium"),
+			spec:          testenv.SimProviderSpec,
 		},
 		{
 			provider: provider.AWS(), prefix: "aws-", cluster: "lab", ownLab: awsCAPALab, infraWriter: capaFieldManager,
-			region: "us-east-1", unconvertible: awsAMIByFilters(),
+			region: "us-east-1", unconvertible: testenv.AWSProviderSpecAMIByFilters(),
 			// The demo AWS cluster's zones: the EC2 front has subnets in these two only.
 			zones: [3]string{"us-east-1a", "us-east-1b", "us-east-1a"}, small: "m6i.xlarge", large: "m6i.2xlarge",
 			smallCPU: "4", smallMemoryMiB: "16384",
-			spec: awsSpec,
+			spec: testenv.AWSProviderSpec,
 		},
 	}
 }
@@ -102,59 +97,6 @@ func (pc platformCase) machine(name string, zone int) *machinev1beta1.Machine {
 
 // clusterLabel names the cluster on Machine API objects.
 const clusterLabel = "machine.openshift.io/cluster-api-cluster"
-
-func simSpec(region, zone, instanceType string) *runtime.RawExtension {
-	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
-		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:   region, Zone: zone, InstanceType: instanceType, Image: "sim-rhcos-9",
-		UserDataSecret: &corev1.LocalObjectReference{Name: demo.UserDataSecret}})
-	return &runtime.RawExtension{Raw: raw}
-}
-
-// awsAMIByFilters is awsSpec in the cluster's first zone with its AMI chosen by filters (one
-// that picks the same AMI), as older OpenShift installs write it.
-func awsAMIByFilters() *runtime.RawExtension {
-	ps := &machinev1beta1.AWSMachineProviderConfig{}
-	_ = json.Unmarshal(awsSpec("us-east-1", "us-east-1a", "m6i.xlarge").Raw, ps)
-	ps.AMI = machinev1beta1.AWSResourceReference{Filters: []machinev1beta1.Filter{{Name: "image-id", Values: []string{*ps.AMI.ID}}}}
-	raw, _ := json.Marshal(ps)
-	return &runtime.RawExtension{Raw: raw}
-}
-
-// awsSpec is the demo AWS cluster's worker providerSpec (AMI, subnet, security groups of the
-// EC2 front's built-in catalogue) in zone, with the region and instance type given.
-func awsSpec(region, zone, instanceType string) *runtime.RawExtension {
-	ms := demo.DefaultAWSCluster("openshift-machine-api", "openshift-cluster-api", nil).MachineSet("template", zone, 0)
-	ps := &machinev1beta1.AWSMachineProviderConfig{}
-	_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, ps)
-	ps.Placement.Region, ps.InstanceType = region, instanceType
-	raw, _ := json.Marshal(ps)
-	return &runtime.RawExtension{Raw: raw}
-}
-
-// setUpAWS makes the lab serve AWS Machines next to simulated ones: the Infrastructure says
-// AWS in us-east-1 (the simulated provider reads its region from the SimCluster instead), the
-// Machine API credentials Secret the demo AWS providerSpec names exists, and capaStandIn
-// plays CAPA.
-func setUpAWS(t *testing.T, e *testenv.Env) {
-	t.Helper()
-	ctx := context.Background()
-	if err := setAWSInfrastructure(ctx, e, "us-east-1"); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range demo.DefaultAWSCluster("openshift-machine-api", "openshift-cluster-api", kc).ClusterObjects() {
-		if s, ok := o.(*corev1.Secret); ok && s.Name == demo.AWSCredentialsSecret {
-			if err := e.Client.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	startCAPAStandIn(e)
-}
 
 // eachPlatform runs f as one subtest per platform.
 func eachPlatform(t *testing.T, f func(t *testing.T, pc platformCase)) {

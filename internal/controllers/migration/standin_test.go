@@ -5,7 +5,6 @@ import (
 	"path"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -103,19 +102,6 @@ func (s *capaStandIn) reconcile(ctx context.Context, m *capav1.AWSMachine) error
 		{Type: clusterv1beta1.MachineInternalDNS, Address: inst.Hostname},
 	}
 	return s.e.Client.Status().Patch(ctx, m, client.MergeFrom(base))
-}
-
-// setAWSInfrastructure makes the lab's Infrastructure say AWS in region, as on an OpenShift
-// cluster on AWS (the simulated provider reads its region from the SimCluster instead).
-func setAWSInfrastructure(ctx context.Context, e *testenv.Env, region string) error {
-	infra := &configv1.Infrastructure{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		return err
-	}
-	base := infra.DeepCopy()
-	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType,
-		AWS: &configv1.AWSPlatformStatus{Region: region}}
-	return e.Client.Status().Patch(ctx, infra, client.MergeFrom(base))
 }
 
 // setV1Beta1Paused sets the Paused condition as CAPA v2 writes it (Cluster API's v1beta1

@@ -1,32 +1,28 @@
 package sync_test
 
 import (
-	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
-	_ "github.com/machina-dev/machina/internal/controllers/sync"
-)
-
-import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
+	_ "github.com/machina-dev/machina/internal/controllers/sync"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+
+	corev1 "k8s.io/api/core/v1"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 const (
@@ -38,14 +34,6 @@ const (
 var env *testenv.Env
 
 func seedCluster(t *testing.T, e *testenv.Env) { e.SeedCluster(cluster) }
-
-func simSpecOf(region, zone, instanceType string) *runtime.RawExtension {
-	raw, _ := json.Marshal(&infrav1.SimMachineProviderSpec{
-		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "SimMachineProviderSpec"},
-		Region:   region, Zone: zone, InstanceType: instanceType, Image: "sim-rhcos-9",
-		UserDataSecret: &corev1.LocalObjectReference{Name: "worker-user-data"}})
-	return &runtime.RawExtension{Raw: raw}
-}
 
 func getMAPI(ctx context.Context, e *testenv.Env, name string) (*machinev1beta1.Machine, error) {
 	m := &machinev1beta1.Machine{}
@@ -91,7 +79,7 @@ func waitSynchronized(t *testing.T, e *testenv.Env, name string) *machinev1beta1
 func TestSync(t *testing.T) {
 	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync", EC2: true})
 	seedCluster(t, env)
-	setUpAWS(t, env)
+	env.ServeAWSMachines("us-east-1")
 	perPlatform := func(f func(*testing.T, platform)) func(*testing.T) {
 		return func(t *testing.T) { eachPlatform(t, f) }
 	}

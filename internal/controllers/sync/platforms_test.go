@@ -3,12 +3,9 @@ package sync_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +16,6 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/convert"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -58,66 +54,15 @@ func platforms() []platform {
 		{
 			provider: provider.Sim(), prefix: "", uidTag: simactuator.TagMachineUID,
 			zones: [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, types: [3]string{"s1.medium", "s1.large", "s1.xlarge"},
-			spec: simSpecOf, region: "sim-east-1",
-			unconvertible: simSpecOf("sim-west-1", "sim-west-1a", "s1.large"), unconvertibleField: "spec.providerSpec.value.region",
+			spec: testenv.SimProviderSpec, region: "sim-east-1",
+			unconvertible: testenv.SimProviderSpec("sim-west-1", "sim-west-1a", "s1.large"), unconvertibleField: "spec.providerSpec.value.region",
 		},
 		{
 			provider: provider.AWS(), prefix: "aws-", uidTag: awsactuator.TagMachineUID,
 			zones: [3]string{"us-east-1a", "us-east-1b", "us-east-1c"}, types: [3]string{"m6i.large", "m6i.xlarge", "m6i.2xlarge"},
-			spec: awsSpec, region: "us-east-1",
-			unconvertible: awsAMIByFilters(), unconvertibleField: "spec.providerSpec.value.ami.filters",
+			spec: testenv.AWSProviderSpec, region: "us-east-1",
+			unconvertible: testenv.AWSProviderSpecAMIByFilters(), unconvertibleField: "spec.providerSpec.value.ami.filters",
 		},
-	}
-}
-
-// awsSpec is the demo AWS cluster's worker providerSpec (AMI, subnet, security groups of the
-// EC2 front's built-in catalogue) in zone, with the region and instance type given.
-func awsSpec(region, zone, instanceType string) *runtime.RawExtension {
-	ms := demo.DefaultAWSCluster(mapiNS, capiNS, nil).MachineSet("template", zone, 0)
-	ps := &machinev1beta1.AWSMachineProviderConfig{}
-	_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, ps)
-	ps.Placement.Region, ps.InstanceType = region, instanceType
-	raw, _ := json.Marshal(ps)
-	return &runtime.RawExtension{Raw: raw}
-}
-
-// awsAMIByFilters is awsSpec in the cluster's first zone with its AMI chosen by filters (one
-// that picks the same AMI), as older OpenShift installs write it.
-func awsAMIByFilters() *runtime.RawExtension {
-	ps := &machinev1beta1.AWSMachineProviderConfig{}
-	_ = json.Unmarshal(awsSpec("us-east-1", "us-east-1a", "m6i.xlarge").Raw, ps)
-	ps.AMI = machinev1beta1.AWSResourceReference{Filters: []machinev1beta1.Filter{{Name: "image-id", Values: []string{*ps.AMI.ID}}}}
-	raw, _ := json.Marshal(ps)
-	return &runtime.RawExtension{Raw: raw}
-}
-
-// setUpAWS makes the lab serve AWS Machines too: the Infrastructure says AWS in us-east-1
-// (the simulated provider ignores it), and the Machine API credentials Secret the demo AWS
-// providerSpec names exists. The "aws" controller group provisions AWS Machine API Machines
-// through the simulated cloud's EC2 front (testenv.Options.EC2); no Cluster API AWS provider
-// runs in this lab, and the sync suite needs none (it runs no Cluster API controllers).
-func setUpAWS(t *testing.T, e *testenv.Env) {
-	t.Helper()
-	ctx := context.Background()
-	infra := &configv1.Infrastructure{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		t.Fatal(err)
-	}
-	base := infra.DeepCopy()
-	infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}}
-	if err := e.Client.Status().Patch(ctx, infra, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range demo.DefaultAWSCluster(mapiNS, capiNS, kc).ClusterObjects() {
-		if s, ok := o.(*corev1.Secret); ok && s.Name == demo.AWSCredentialsSecret {
-			if err := e.Client.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

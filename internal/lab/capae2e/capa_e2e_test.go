@@ -23,10 +23,10 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/cloud/ec2"
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	awsconvert "github.com/machina-dev/machina/internal/convert/providers/aws"
 	"github.com/machina-dev/machina/internal/demo"
-	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -48,7 +48,7 @@ func TestCAPAProvisionsThroughEC2Front(t *testing.T) {
 	front := e.Server.EC2()
 	ctx := context.Background()
 	mapiNS, capiNS := manager.Env{}.Namespaces()
-	startCAPA(t, e, capiNS)
+	e.StartCAPA(capiNS)
 
 	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
 	if err != nil {
@@ -115,7 +115,11 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 	t.Helper()
 	ctx := context.Background()
 	mapiMS := cl.MachineSet(name, zone, 1)
-	bootstrap := bootstrapSecret(t, e, cl)
+	// The worker user data Secret OpenShift gives the Cluster API namespace, as the sync
+	// writes it (format ignition).
+	if err := synccommon.EnsureUserData(ctx, e.Client, cl.MachineAPINamespace, cl.ClusterAPINamespace, ptr.To(demo.UserDataSecret), cl.Name); err != nil {
+		t.Fatal(err)
+	}
 
 	p, err := awsconvert.FromInfrastructure(cl.Infrastructure())
 	if err != nil {
@@ -140,7 +144,7 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 				ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
 				Spec: clusterv1.MachineSpec{
 					ClusterName:   cl.Name,
-					Bootstrap:     clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap.Name)},
+					Bootstrap:     clusterv1.Bootstrap{DataSecretName: ptr.To(demo.UserDataSecret)},
 					FailureDomain: zone,
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 						APIGroup: capav1.GroupVersion.Group, Kind: "AWSMachineTemplate", Name: name},
@@ -153,42 +157,6 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 		}
 	}
 	return ms
-}
-
-// startCAPA starts the upstream CAPA manager against the lab and its EC2 front, limited to
-// the Cluster API namespace, and stops it (logging its last errors on failure) at cleanup.
-func startCAPA(t *testing.T, e *testenv.Env, namespace string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	capa, err := e.Lab.StartCAPA(ctx, lab.CAPAOptions{EC2URL: e.EC2URL, Region: e.Server.EC2().Region(), Namespace: namespace,
-		Progress: logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logErrors(t, capa.LogPath)
-		}
-		capa.Stop()
-	})
-}
-
-// bootstrapSecret creates the worker user data Secret OpenShift gives the Cluster API
-// namespace: the Machine API one's Ignition under "value", format ignition.
-func bootstrapSecret(t *testing.T, e *testenv.Env, cl demo.AWSCluster) *corev1.Secret {
-	t.Helper()
-	ctx := context.Background()
-	userData := &corev1.Secret{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: demo.UserDataSecret}, userData); err != nil {
-		t.Fatal(err)
-	}
-	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: demo.UserDataSecret, Namespace: cl.ClusterAPINamespace},
-		Data: map[string][]byte{"value": userData.Data["userData"], "format": []byte("ignition")}}
-	if err := e.Client.Create(ctx, bootstrap); err != nil {
-		t.Fatalf("creating the bootstrap Secret: %v", err)
-	}
-	return bootstrap
 }
 
 // checkUserData: the instance boots with the bootstrap Secret's Ignition unchanged, as EC2
@@ -322,27 +290,4 @@ func describeTagged(t *testing.T, e *testenv.Env, key string) []string {
 		}
 	}
 	return ids
-}
-
-// logErrors logs the last error lines of CAPA's log.
-func logErrors(t *testing.T, path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Log(err)
-		return
-	}
-	var errs []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "E") || strings.Contains(l, "rror") {
-			errs = append(errs, l)
-		}
-	}
-	t.Logf("CAPA's log %s, last errors:\n%s", path, strings.Join(errs[max(0, len(errs)-15):], "\n"))
-}
-
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
 }

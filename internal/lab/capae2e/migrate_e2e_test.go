@@ -52,7 +52,7 @@ func TestCAPAMigrationRoundTrip(t *testing.T) {
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi", EC2: true})
 	ctx := context.Background()
 	mapiNS, capiNS := manager.Env{}.Namespaces()
-	startCAPA(t, e, capiNS)
+	e.StartCAPA(capiNS)
 	t.Logf("lab and CAPA up after %s", time.Since(start).Round(time.Second))
 
 	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
@@ -63,7 +63,6 @@ func TestCAPAMigrationRoundTrip(t *testing.T) {
 	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
 		t.Fatal(err)
 	}
-	bootstrapSecret(t, e, cl)
 	const name = "capa-migrate"
 	if err := e.Client.Create(ctx, cl.MachineSet(name, cl.Zones[0], 1)); err != nil {
 		t.Fatal(err)

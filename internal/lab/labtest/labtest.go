@@ -3,6 +3,7 @@ package labtest
 
 import (
 	"context"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func Start(t testing.TB, opts ...Option) *lab.Lab {
 	})
 	return l
 }
+
+// LogWriter writes progress lines (a lab's, CAPA's) to the test log.
+func LogWriter(t testing.TB) io.Writer { return testWriter{t} }
 
 type testWriter struct{ t testing.TB }
 

@@ -27,6 +27,9 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
+	if done, err := r.remediateForPausedOwner(ctx, mapi, capi); done || err != nil {
+		return ctrl.Result{}, err
+	}
 	desired, res, err := r.convertToMAPI(ctx, mapi, capi)
 	if desired == nil {
 		return res, err

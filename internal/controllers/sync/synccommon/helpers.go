@@ -2,6 +2,7 @@ package synccommon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -59,7 +60,9 @@ func CopySpec(src, dst client.Object) error {
 
 // EnsureUserData copies the Machine API user-data Secret name (key userData) from srcNS into
 // dstNS as a Cluster API bootstrap data Secret (key value, cluster-name label), which is what
-// Cluster API providers read. A missing source Secret is not an error: the Machine waits.
+// Cluster API providers read. Ignition user data (what OpenShift stores) is marked so (key
+// format, "ignition"), as the bootstrap contract asks; a format already there is kept. A
+// missing source Secret is not an error: the Machine waits.
 func EnsureUserData(ctx context.Context, c client.Client, srcNS, dstNS string, name *string, clusterName string) error {
 	if name == nil || *name == "" {
 		return nil
@@ -74,6 +77,9 @@ func EnsureUserData(ctx context.Context, c client.Client, srcNS, dstNS string, n
 			dst.Data = map[string][]byte{}
 		}
 		dst.Data["value"] = src.Data["userData"]
+		if _, set := dst.Data["format"]; !set && isIgnition(src.Data["userData"]) {
+			dst.Data["format"] = []byte(IgnitionFormat)
+		}
 		if dst.Labels == nil {
 			dst.Labels = map[string]string{}
 		}
@@ -82,10 +88,22 @@ func EnsureUserData(ctx context.Context, c client.Client, srcNS, dstNS string, n
 	})
 	if apierrors.IsAlreadyExists(err) {
 		// Another worker (a MachineSet of the same cluster) created it from the same source
-		// since this one's cache was filled. Failing here would leave the caller's pass
-		// unfinished, and a MachineSet born Cluster API-authoritative is never created from
-		// the Machine API again: its InfraMachineTemplate would never be made.
+		// since this one's cache was filled: nothing is left to do.
 		return nil
 	}
 	return err
+}
+
+// IgnitionFormat is the bootstrap data Secret's format for an Ignition config.
+const IgnitionFormat = "ignition"
+
+// isIgnition reports user data that is an Ignition config: a JSON object with an "ignition"
+// object (which carries its version).
+func isIgnition(data []byte) bool {
+	var cfg struct {
+		Ignition *struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	return json.Unmarshal(data, &cfg) == nil && cfg.Ignition != nil
 }

@@ -42,3 +42,43 @@ func TestEnsureUserDataCreatedConcurrently(t *testing.T) {
 		t.Errorf("forbidden create: %v, want the error", err)
 	}
 }
+
+// The bootstrap data Secret of Ignition user data says format ignition; other user data
+// gets no format (the contract's default, cloud-config), and a format set by someone else
+// stays.
+func TestEnsureUserDataFormat(t *testing.T) {
+	ignition := []byte(`{"ignition":{"version":"3.2.0"},"passwd":{}}`)
+	for _, tc := range []struct {
+		name     string
+		userData []byte
+		existing map[string][]byte
+		want     string
+	}{
+		{"ignition", ignition, nil, "ignition"},
+		{"cloud-config", []byte("#cloud-config\nruncmd: []\n"), nil, ""},
+		{"JSON without ignition", []byte(`{"version":"3.2.0"}`), nil, ""},
+		{"format kept", ignition, map[string][]byte{"value": []byte("old"), "format": []byte("cloud-config")}, "cloud-config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mapi", Name: "worker-user-data"},
+				Data: map[string][]byte{"userData": tc.userData}}}
+			if tc.existing != nil {
+				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "capi", Name: "worker-user-data"}, Data: tc.existing})
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+			if err := EnsureUserData(context.Background(), c, "mapi", "capi", ptr.To("worker-user-data"), "c"); err != nil {
+				t.Fatal(err)
+			}
+			got := &corev1.Secret{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: "capi", Name: "worker-user-data"}, got); err != nil {
+				t.Fatal(err)
+			}
+			if f := string(got.Data["format"]); f != tc.want {
+				t.Errorf("format %q, want %q", f, tc.want)
+			}
+			if string(got.Data["value"]) != string(tc.userData) {
+				t.Errorf("value %q, want the user data", got.Data["value"])
+			}
+		})
+	}
+}
