@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/scheme"
@@ -162,6 +163,33 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 		if err := admin.Update(ctx, own); err != nil {
 			t.Fatalf("a user must be able to unpause what they paused: %v", err)
 		}
+	})
+
+	// A provider's pass that launched an instance may finish after a handover away from the
+	// Cluster API paused its InfraMachine: it must still record the instance, and nothing else.
+	t.Run("ProviderMayRecordItsInstanceOnPausedInfraMachine", func(t *testing.T) {
+		provider := clientAs(t, l, "system:serviceaccount:capa-system:capa-controller-manager", nil, "system:serviceaccounts", "system:masters")
+		newInfra := func(name string) *infrav1.SimMachine {
+			sm := &infrav1.SimMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				Annotations: map[string]string{clusterv1.PausedAnnotation: ""}, Finalizers: []string{"sync.machine.openshift.io/finalizer"}},
+				Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.medium", Image: "sim-rhcos-9"}}}
+			if err := controller.Create(ctx, sm); err != nil {
+				t.Fatal(err)
+			}
+			return sm
+		}
+		const forbidden = "is a paused mirror of an authoritative Machine API resource"
+		sm := newInfra("recorded")
+		sm.Spec.ProviderID = "sim://sim-east-1/sim-east-1a/i-0123456789abcdef0"
+		if err := provider.Update(ctx, sm); err != nil {
+			t.Fatalf("a provider must be able to record the instance it launched on a paused InfraMachine: %v", err)
+		}
+		sm.Spec.ProviderID = "sim://sim-east-1/sim-east-1a/i-0fedcba9876543210"
+		expectDenied(t, provider.Update(ctx, sm), forbidden)
+		other := newInfra("recorded-and-more")
+		other.Spec.ProviderID = "sim://sim-east-1/sim-east-1a/i-0123456789abcdef1"
+		other.Spec.InstanceType = "s1.large"
+		expectDenied(t, provider.Update(ctx, other), forbidden)
 	})
 
 	t.Run("AutoscalerMayChangeOnlyReplicasOfCAPIMirrorMachineSet", func(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 // reports Paused=True at its generation, 3 done. The manager is crashed at each, and the
 // MachineSet must neither gain nor lose Machines, nor launch or terminate an instance.
 //
-// It runs on each platform's own lab (TestCrashAtEachStep). On aws the MachineSet's Machine
+// It runs on each platform's own lab (TestOwnLab). On aws the MachineSet's Machine
 // is launched by the AWS actuator and stays with the Machine API (only the MachineSet moves),
 // so its AWSMachine stays paused and CAPA, running throughout, has nothing to act on: the
 // case costs a few manager restarts and shows that the Cluster API MachineSet, unpaused over

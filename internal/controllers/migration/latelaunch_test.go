@@ -8,12 +8,11 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/testenv"
 )
 
 // launchLatency keeps every RunInstances call in flight long enough for a migration request
@@ -25,18 +24,19 @@ const launchLatency = 8 * time.Second
 // record that instance before it acknowledges the pause, and the migration must wait for
 // the acknowledgement of the controller that launches (the InfraMachine's, going from the
 // Cluster API), so the new side adopts the instance instead of launching a second one.
-func testLaunchInFlight(t *testing.T) {
+// It runs in each platform's own lab (TestOwnLab): on aws the Cluster API side's launch is
+// the upstream CAPA controller's, held in flight by the EC2 front.
+func testLaunchInFlight(t *testing.T, e *testenv.Env, pc platformCase) {
 	for _, to := range []machinev1beta1.MachineAuthority{machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMachineAPI} {
-		t.Run("To"+string(to), func(t *testing.T) { launchInFlight(t, to) })
+		t.Run("To"+string(to), func(t *testing.T) { launchInFlight(t, e.For(t), pc, to) })
 	}
 }
 
-func launchInFlight(t *testing.T, to machinev1beta1.MachineAuthority) {
-	e := env.For(t)
+func launchInFlight(t *testing.T, e *testenv.Env, pc platformCase, to machinev1beta1.MachineAuthority) {
 	ctx := context.Background()
-	name := "inflight-capi"
+	name := pc.name("inflight-capi")
 	if to == machinev1beta1.MachineAuthorityMachineAPI {
-		name = "inflight-mapi"
+		name = pc.name("inflight-mapi")
 	}
 	from := machinev1beta1.MachineAuthorityMachineAPI
 	if to == from {
@@ -57,7 +57,7 @@ func launchInFlight(t *testing.T, to machinev1beta1.MachineAuthority) {
 	}
 	defer lift()
 	created := instancesCreated(t, e)
-	m := machine(name, "sim-east-1", "sim-east-1a")
+	m := pc.machine(name, 0)
 	m.Spec.AuthoritativeAPI = from
 	start := time.Now()
 	if err := e.Client.Create(ctx, m); err != nil {
@@ -65,7 +65,7 @@ func launchInFlight(t *testing.T, to machinev1beta1.MachineAuthority) {
 	}
 	// The launching side has stored its finalizer (it does so right before launching) and
 	// the copies are synchronised: the migration may start.
-	e.Eventually(30*time.Second, "launching and synchronised", func(ctx context.Context) (bool, string, error) {
+	e.Eventually(60*time.Second, "launching and synchronised", func(ctx context.Context) (bool, string, error) {
 		m, c, err := getBoth(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
@@ -74,11 +74,11 @@ func launchInFlight(t *testing.T, to machinev1beta1.MachineAuthority) {
 		if from == machinev1beta1.MachineAuthorityMachineAPI {
 			launching = controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer)
 		} else {
-			sm := &infrav1.SimMachine{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, sm); err != nil {
+			in, err := getInfra(ctx, e, pc.provider, c)
+			if err != nil {
 				return false, err.Error(), nil
 			}
-			launching = controllerutil.ContainsFinalizer(sm, infrav1.SimMachineFinalizer)
+			launching = in.providerFinalizer
 		}
 		ok := launching && m.Status.AuthoritativeAPI == from && m.Spec.ProviderID == nil &&
 			m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, "Synchronized")

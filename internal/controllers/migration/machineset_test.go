@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"testing"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
-	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -84,43 +84,44 @@ func migrateSet(t *testing.T, e *testenv.Env, name string, to machinev1beta1.Mac
 
 // The migration design's first end-to-end scenario: a Machine API MachineSet is mirrored,
 // switched to the Cluster API, scaled there (new Machines appear in both APIs, with Nodes),
-// scaled down, and handed back.
-func testMachineSetScaledInClusterAPI(t *testing.T) {
-	e := env.For(t)
+// scaled down, and handed back. It runs in each platform's own lab (TestOwnLab): on aws the
+// Cluster API side's new Machine is launched by the upstream CAPA controller.
+func testMachineSetScaledInClusterAPI(t *testing.T, e *testenv.Env, pc platformCase) {
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machineSet("scaler", 1)); err != nil {
+	name := pc.name("scaler")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 1, pc.small)); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(wantMAPI, wantCAPI, wantRunning int) {
 		e.Eventually(120*time.Second, fmt.Sprintf("%d/%d Machines, %d running", wantMAPI, wantCAPI, wantRunning),
 			func(ctx context.Context) (bool, string, error) {
-				m, c, r, desc := machinesOf(ctx, e, "scaler")
+				m, c, r, desc := machinesOf(ctx, e, name)
 				return m == wantMAPI && c == wantCAPI && r == wantRunning, desc, nil
 			})
 	}
 	wait(1, 1, 1)
 	e.Eventually(60*time.Second, "MachineSet synchronised", func(ctx context.Context) (bool, string, error) {
 		ms := &machinev1beta1.MachineSet{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "scaler"}, ms); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, ms); err != nil {
 			return false, err.Error(), nil
 		}
 		return ms.Status.SynchronizedGeneration == ms.Generation, fmt.Sprintf("%+v", ms.Status.Conditions), nil
 	})
 	created := instancesCreated(t, e)
-	migrateSet(t, e, "scaler", machinev1beta1.MachineAuthorityClusterAPI)
+	migrateSet(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	if n := instancesCreated(t, e); n != created {
 		t.Fatalf("migrating the MachineSet created %d instance(s)", n-created)
 	}
 
-	scaleTo(t, e, 2)
+	scaleTo(t, e, name, 2)
 	wait(2, 2, 2) // the new Cluster API Machine got a Machine API mirror, and a Node
 	var mm machinev1beta1.MachineList
-	_ = e.Client.List(ctx, &mm, client.InNamespace("openshift-machine-api"), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "scaler"})
+	_ = e.Client.List(ctx, &mm, client.InNamespace("openshift-machine-api"), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": name})
 	capiBorn := 0
 	for _, m := range mm.Items {
 		if m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI {
 			capiBorn++
-			if ref := metav1.GetControllerOf(&m); ref == nil || ref.Name != "scaler" {
+			if ref := metav1.GetControllerOf(&m); ref == nil || ref.Name != name {
 				t.Errorf("mirror %s is not owned by the Machine API MachineSet: %v", m.Name, m.OwnerReferences)
 			}
 		}
@@ -128,11 +129,11 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 	if capiBorn != 1 {
 		t.Errorf("%d Cluster API-authoritative Machine API mirrors, want 1", capiBorn)
 	}
-	scaleTo(t, e, 1)
+	scaleTo(t, e, name, 1)
 	wait(1, 1, 1)
-	migrateSet(t, e, "scaler", machinev1beta1.MachineAuthorityMachineAPI)
+	migrateSet(t, e, name, machinev1beta1.MachineAuthorityMachineAPI)
 	ms := &machinev1beta1.MachineSet{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: "scaler"}, ms); err != nil {
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-api", Name: name}, ms); err != nil {
 		t.Fatal(err)
 	}
 	if ptr.Deref(ms.Spec.Replicas, 0) != 1 {
@@ -142,7 +143,7 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 	// Remove it: deleting the authoritative MachineSet takes its Machines, both copies of
 	// each, and their instances with it.
 	var left machinev1beta1.MachineList
-	if err := e.Client.List(ctx, &left, client.InNamespace("openshift-machine-api"), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "scaler"}); err != nil {
+	if err := e.Client.List(ctx, &left, client.InNamespace("openshift-machine-api"), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": name}); err != nil {
 		t.Fatal(err)
 	}
 	var instances []string
@@ -150,8 +151,8 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 		if !m.DeletionTimestamp.IsZero() {
 			continue // the scaled-down Machine, still on its way out
 		}
-		if pid, err := api.ParseProviderID(ptr.Deref(m.Spec.ProviderID, "")); err == nil {
-			instances = append(instances, pid.InstanceID)
+		if pid := ptr.Deref(m.Spec.ProviderID, ""); pid != "" {
+			instances = append(instances, path.Base(pid)) // the instance ID ends every platform's providerID
 		}
 	}
 	if len(instances) != 1 {
@@ -161,9 +162,9 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Eventually(2*time.Minute, "MachineSet, Machines and instances gone in both APIs", func(ctx context.Context) (bool, string, error) {
-		m, c, _, desc := machinesOf(ctx, e, "scaler")
-		mapiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "scaler"}, &machinev1beta1.MachineSet{}))
-		capiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "scaler"}, &clusterv1.MachineSet{}))
+		m, c, _, desc := machinesOf(ctx, e, name)
+		mapiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, &machinev1beta1.MachineSet{}))
+		capiGone := apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, &clusterv1.MachineSet{}))
 		inst, err := e.Cloud.GetInstance(ctx, instances[0])
 		gone := err != nil || !inst.State.Alive()
 		return m == 0 && c == 0 && mapiGone && capiGone && gone,
@@ -173,9 +174,9 @@ func testMachineSetScaledInClusterAPI(t *testing.T) {
 
 // scaleTo scales the Cluster API MachineSet through its scale subresource, as kubectl scale
 // does, retrying when the MachineSet changed in between.
-func scaleTo(t *testing.T, e *testenv.Env, n int32) {
+func scaleTo(t *testing.T, e *testenv.Env, name string, n int32) {
 	t.Helper()
-	capiSet := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-cluster-api", Name: "scaler"}}
+	capiSet := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-cluster-api", Name: name}}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		scale := &autoscalingv1.Scale{}
 		if err := e.Client.SubResource("scale").Get(context.Background(), capiSet, scale); err != nil {

@@ -78,9 +78,9 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 
 // TestMigration runs the migration controllers in one lab for both platforms (see
 // platformCase): the handover subtests run once per platform (sim, aws) as nested subtests.
-// Those left on the simulated platform need the Cluster API side to launch instances (a
-// MachineSet scaled up under the Cluster API, a launch in flight on the Cluster API side),
-// which on AWS only a real CAPA would do; capaStandIn launches nothing.
+// The scenarios that need the Cluster API side to launch instances (scaling under the
+// Cluster API, a launch in flight) run in TestOwnLab instead, where aws has the real CAPA
+// (capaStandIn launches nothing).
 func TestMigration(t *testing.T) {
 	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim,autoscaling", EC2: true})
 	env.SeedCluster("lab")
@@ -99,9 +99,6 @@ func TestMigration(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { eachPlatform(t, c.f) })
 	}
-	t.Run("MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI)
-	t.Run("ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating)
-	t.Run("LaunchInFlight_OneInstance", testLaunchInFlight)
 }
 
 func testRoundTrip(t *testing.T, pc platformCase) {

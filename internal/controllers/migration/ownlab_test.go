@@ -34,7 +34,7 @@ func simLab(t *testing.T) (*testenv.Env, string) {
 // Cluster API controllers, and CAPA (lab.StartCAPA, limited to the Cluster API namespace as
 // OpenShift runs it), all against the simulated cloud's EC2 front. The cluster is the demo
 // AWS cluster: the Infrastructure says AWS, the Cluster API Cluster has an externally
-// managed AWSCluster, and the Cluster API namespace has the bootstrap Secret CAPA reads user
+// managed AWSCluster, and the sync writes the Cluster API namespace's bootstrap Secret CAPA reads user
 // data from. No capaStandIn runs here: CAPA alone writes what a provider writes on the
 // AWSMachines. CAPA is a process of its own, started once: StopManager stops machina's
 // manager only, so CAPA keeps running through every crash a test makes.

@@ -27,13 +27,13 @@ import (
 )
 
 // platformCase is one infrastructure platform TestMigration runs its platform-dependent
-// subtests on. Both platforms share one lab (setUpAWS); their objects are told apart by name
+// subtests on. Both platforms share one lab (testenv.ServeAWSMachines); their objects are told apart by name
 // prefix. The Machine API side of each is provisioned by its real actuator: the simulated
 // provider's, and the AWS actuator (controller group "aws") through the simulated cloud's EC2
 // front. On the Cluster API side TestMigration's lab runs the simulated provider's
 // controllers but no Cluster API AWS provider (CAPA): capaStandIn writes from the test the
 // fields a contract provider writes on an unpaused AWSMachine (see capaStandIn).
-// TestCrashAtEachStep instead gives each platform a lab of its own (ownLab), where the aws
+// TestOwnLab instead gives each platform a lab of its own (ownLab), where the aws
 // one runs the upstream CAPA controller and no stand-in.
 type platformCase struct {
 	provider provider.Provider

@@ -16,12 +16,12 @@ import (
 
 // testScaledWhileMigrating: a MachineSet scaled on its old side after the handover started
 // (status Migrating, the old controllers already paused) is still synchronised, so the
-// handover completes and the new side runs the new count.
-func testScaledWhileMigrating(t *testing.T) {
-	e := env.For(t)
+// handover completes and the new side runs the new count (on aws its new Machine is launched
+// by the upstream CAPA controller). It runs in each platform's own lab (TestOwnLab).
+func testScaledWhileMigrating(t *testing.T, e *testenv.Env, pc platformCase) {
 	ctx := context.Background()
-	const name = "latecomer"
-	if err := e.Client.Create(ctx, machineSet(name, 1)); err != nil {
+	name := pc.name("latecomer")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 1, pc.small)); err != nil {
 		t.Fatal(err)
 	}
 	waitSet(t, e, name, 1)

@@ -25,7 +25,7 @@ import (
 // platforms share one lab: the conversion context is picked per object by its providerSpec or
 // infrastructure kind through the provider registry, the simulated provider reads its region
 // from the SimCluster the Cluster "lab" references, and the AWS provider reads it from the
-// Infrastructure, which the lab sets to AWS in us-east-1 (setUpAWS). The platforms' objects
+// Infrastructure, which the lab sets to AWS in us-east-1 (testenv.ServeAWSMachines). The platforms' objects
 // are told apart by name prefix.
 type platform struct {
 	provider provider.Provider
