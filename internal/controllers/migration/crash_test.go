@@ -213,6 +213,8 @@ func TestOwnLab(t *testing.T) {
 			{"MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI},
 			{"ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating},
 			{"LaunchInFlight_OneInstance", testLaunchInFlight},
+			{"DeleteWhileMigrating", testDeleteWhileMigrating},
+			{"RollbackFromEveryStep", testRollbackFromEveryStep},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				start := time.Now()

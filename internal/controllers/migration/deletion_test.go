@@ -3,6 +3,7 @@ package migration_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// TestDeleteWhileMigrating deletes a Machine while its handover is held at a step, in both
+// testDeleteWhileMigrating deletes a Machine while its handover is held at a step, in both
 // directions: the deletion completes — the Machine API copy goes, nothing stays Terminating —
 // and the instance is either terminated (the Cluster API copy went too) or kept by a Cluster
 // API copy that carries on alone, unpaused; no instance is launched. The CAPI cases delete the
@@ -26,10 +27,8 @@ import (
 // before the InfraMachine's provider has had an unpaused pass of its own): the handover ends on
 // the Cluster API side, both copies go and the instance is terminated (the soak once leaked an
 // instance there). Before step 4 such a deletion is the sync's: a mirror deleted by hand is
-// recreated (TestSync).
-func TestDeleteWhileMigrating(t *testing.T) {
-	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
-	e.SeedCluster("lab")
+// recreated (TestSync). It runs in each platform's own lab (TestOwnLab).
+func testDeleteWhileMigrating(t *testing.T, e *testenv.Env, pc platformCase) {
 	for _, tc := range []struct {
 		to   machinev1beta1.MachineAuthority
 		step int
@@ -45,14 +44,14 @@ func TestDeleteWhileMigrating(t *testing.T) {
 			side = "capi"
 		}
 		t.Run(fmt.Sprintf("%sTo%sStep%d", strings.ToUpper(side), tc.to, tc.step), func(t *testing.T) {
-			deleteAt(t, e.For(t), fmt.Sprintf("del-%s%d-%d", side, len(tc.to), tc.step), tc.to, tc.step, tc.capi)
+			deleteAt(t, e.For(t), pc, pc.name(fmt.Sprintf("del-%s%d-%d", side, len(tc.to), tc.step)), tc.to, tc.step, tc.capi)
 		})
 	}
 }
 
-func deleteAt(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority, k int, capiSide bool) {
+func deleteAt(t *testing.T, e *testenv.Env, pc platformCase, name string, to machinev1beta1.MachineAuthority, k int, capiSide bool) {
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, machine(name, "sim-east-1", "sim-east-1a")); err != nil {
+	if err := e.Client.Create(ctx, pc.machine(name, 0)); err != nil {
 		t.Fatal(err)
 	}
 	providerID := waitRunningUnder(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, "")
@@ -105,7 +104,7 @@ func deleteAt(t *testing.T, e *testenv.Env, name string, to machinev1beta1.Machi
 		}
 		alive := false
 		for _, in := range list {
-			if in.ProviderID == providerID && in.State.Alive() {
+			if in.InstanceID == path.Base(providerID) && in.State.Alive() {
 				alive = true
 			}
 		}

@@ -23,16 +23,14 @@ import (
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
-// TestRollbackFromEveryStep stops a handover at each of its steps, in both directions, and
+// testRollbackFromEveryStep stops a handover at each of its steps, in both directions, and
 // asks for the old authority back: the rollback must leave exactly one side active — the old
 // one, its controllers unpaused and holding their finalizer, the other side paused and saying
 // so — with the same instance and nothing launched.
-func TestRollbackFromEveryStep(t *testing.T) {
-	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
-	e.SeedCluster("lab")
+func testRollbackFromEveryStep(t *testing.T, e *testenv.Env, pc platformCase) {
 	ctx := context.Background()
-	const name = "fickle"
-	if err := e.Client.Create(ctx, machine(name, "sim-east-1", "sim-east-1a")); err != nil {
+	name := pc.name("fickle")
+	if err := e.Client.Create(ctx, pc.machine(name, 0)); err != nil {
 		t.Fatal(err)
 	}
 	providerID := waitRunningUnder(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, "")
