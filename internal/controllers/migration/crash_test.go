@@ -198,8 +198,12 @@ func infraStep(to machinev1beta1.MachineAuthority, m *machinev1beta1.Machine, c 
 // TestOwnLab gives each platform a lab of its own (platformCase.ownLab) for the crash tests and
 // the scenarios that need the Cluster API side to launch instances: on aws the upstream CAPA
 // controller is that side's provider.
+//
+// The platforms' labs run side by side (each subtest waits on conditions, not on time): the
+// package is the suite's longest.
 func TestOwnLab(t *testing.T) {
 	eachPlatform(t, func(t *testing.T, pc platformCase) {
+		t.Parallel()
 		started := time.Now()
 		var e *testenv.Env
 		e, pc.cluster = pc.ownLab(t)
