@@ -233,9 +233,6 @@ func setPaused(ctx context.Context, c client.Client, o client.Object, paused boo
 	return client.IgnoreNotFound(err)
 }
 
-// addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it
-// does not skip an object being deleted: the API server's refusal then stops the handover
-// rather than letting the old side's finalizer go with no guard in its place.
 // guardInfra puts the provider's (first) finalizer on the InfraMachine unless it carries one
 // of them already or is being deleted (the API server refuses new finalizers then).
 func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool, error) {
@@ -246,6 +243,9 @@ func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool,
 	return addFinalizer(ctx, c, s.infra, s.infraFinalizers[0])
 }
 
+// addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it
+// does not skip an object being deleted: the API server's refusal then stops the handover
+// rather than letting the old side's finalizer go with no guard in its place.
 func addFinalizer(ctx context.Context, c client.Client, o client.Object, f string) (bool, error) {
 	return patch.Locked(ctx, c, o, func() bool { return controllerutil.AddFinalizer(o, f) })
 }
