@@ -71,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-machine").
 		For(&clusterv1.Machine{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines), builder.WithPredicates(gate.ClusterChanged)).
 		// Workload clusters are read without watches; a self-hosted one (the lab) also
 		// reports its Nodes here, and their changes bring the Machine back at once.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).

@@ -72,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("clusterapi-machinehealthcheck").
 		For(&clusterv1.MachineHealthCheck{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks), builder.WithPredicates(gate.ClusterChanged)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeChanged})).
 		Complete(r)

@@ -18,10 +18,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
@@ -55,7 +57,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
 // SetupWithManager registers the controller. The owning Machine (bootstrap data arrives) and
-// the Cluster (infrastructure provisioned, paused) bring a SimMachine back.
+// the Cluster (infrastructure provisioned, paused) bring a SimMachine back; of a Machine only
+// a change of its spec (what a pass reads: bootstrap data, failure domain, cluster name), and
+// of a Cluster only what gate.ClusterChanged passes, not their status updates.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 10
@@ -63,8 +67,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sim-simmachine").
 		For(&infrav1.SimMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToSimMachine)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToSimMachines)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToSimMachine), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToSimMachines), builder.WithPredicates(gate.ClusterChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -80,7 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sim-simmachinetemplate").
 		For(&infrav1.SimMachineTemplate{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToTemplates)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToTemplates), builder.WithPredicates(gate.ClusterChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }
@@ -107,9 +108,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	helper := patch.NewHelper(tmpl, r.Client)
 	defer helper.Finish(ctx, tmpl, &res, &retErr)
 
-	cluster, err := r.cluster(ctx, tmpl)
+	name, cluster, err := r.cluster(ctx, tmpl)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if name != "" && cluster == nil {
+		// Its Cluster may be paused: wait for it (its creation brings the template back).
+		log.FromContext(ctx).V(1).Info("waiting for the Cluster", "cluster", name)
+		return ctrl.Result{}, nil
 	}
 	if d, _ := gate.ClusterAPI(tmpl, cluster, &tmpl.Status.Conditions); d.Paused {
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
@@ -226,9 +232,9 @@ func (r *Reconciler) setCondition(tmpl *infrav1.SimMachineTemplate, s metav1.Con
 		Status: s, Reason: reason, Message: msg, ObservedGeneration: tmpl.Generation})
 }
 
-// cluster returns the template's Cluster, named by its cluster-name label or a Cluster owner
-// reference; nil when there is none.
-func (r *Reconciler) cluster(ctx context.Context, tmpl *infrav1.SimMachineTemplate) (*clusterv1.Cluster, error) {
+// cluster returns the name of the template's Cluster (its cluster-name label or a Cluster
+// owner reference; empty when neither) and the Cluster, nil when there is no such Cluster.
+func (r *Reconciler) cluster(ctx context.Context, tmpl *infrav1.SimMachineTemplate) (string, *clusterv1.Cluster, error) {
 	name := tmpl.Labels[clusterv1.ClusterNameLabel]
 	if name == "" {
 		for _, ref := range tmpl.OwnerReferences {
@@ -237,5 +243,6 @@ func (r *Reconciler) cluster(ctx context.Context, tmpl *infrav1.SimMachineTempla
 			}
 		}
 	}
-	return gate.Cluster(ctx, r.Client, tmpl.Namespace, name)
+	cluster, err := gate.Cluster(ctx, r.Client, tmpl.Namespace, name)
+	return name, cluster, err
 }

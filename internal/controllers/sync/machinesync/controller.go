@@ -17,9 +17,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
@@ -54,8 +56,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("sync-machine").
 		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
-		// A Cluster API MachineSet appearing gives the copies of its Machines an owner.
-		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSet), inNS(r.Namespaces.ClusterAPI)).
+		// A Cluster API MachineSet appearing gives the copies of its Machines an owner, and
+		// one becoming a paused mirror leaves their remediation to the sync. Its status
+		// updates (every Machine's change moves its counts) bring nothing back.
+		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSet), inNS(r.Namespaces.ClusterAPI),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+				predicate.LabelChangedPredicate{}))).
 		// Each key is one Machine's pair of copies; different pairs sync independently.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 5})
 	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
