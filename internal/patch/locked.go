@@ -19,7 +19,7 @@ func Locked(ctx context.Context, c client.Client, obj client.Object, mutate func
 	if !mutate() {
 		return false, nil
 	}
-	return true, c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return store(ctx, c, obj, base, false)
 }
 
 // LockedStatus is Locked for the status subresource.
@@ -28,7 +28,34 @@ func LockedStatus(ctx context.Context, c client.Client, obj client.Object, mutat
 	if !mutate() {
 		return false, nil
 	}
-	return true, c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return store(ctx, c, obj, base, true)
+}
+
+// Store writes obj's differences from base (the object as read) as a merge patch of metadata
+// and spec carrying base's resourceVersion. Nothing is written when the two are the same in
+// JSON, which Go equality does not always see (the same providerSpec marshalled with its
+// keys in another order, a time with nanoseconds that the API stores in seconds).
+func Store(ctx context.Context, c client.Client, obj, base client.Object) error {
+	_, err := store(ctx, c, obj, base, false)
+	return err
+}
+
+// StoreStatus is Store for the status subresource.
+func StoreStatus(ctx context.Context, c client.Client, obj, base client.Object) error {
+	_, err := store(ctx, c, obj, base, true)
+	return err
+}
+
+func store(ctx context.Context, c client.Client, obj, base client.Object, status bool) (bool, error) {
+	data, err := client.MergeFrom(base).Data(obj)
+	if err != nil || string(data) == "{}" {
+		return false, err
+	}
+	p := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if status {
+		return true, c.Status().Patch(ctx, obj, p)
+	}
+	return true, c.Patch(ctx, obj, p)
 }
 
 // EnsureFinalizer adds finalizer to obj and stores it with an optimistic lock (Locked),

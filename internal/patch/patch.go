@@ -98,7 +98,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 	if mainChanged {
 		readGeneration := h.before.GetGeneration()
 		desired := obj.DeepCopyObject().(client.Object)
-		if err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := Store(ctx, h.c, obj, base); err != nil {
 			h.stale = h.stale || apierrors.IsConflict(err)
 			return err
 		}
@@ -117,7 +117,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 		}
 	}
 	if statusChanged && !skipStatus {
-		if err := h.c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := StoreStatus(ctx, h.c, obj, base); err != nil {
 			h.stale = h.stale || apierrors.IsConflict(err)
 			return fmt.Errorf("status: %w", err)
 		}

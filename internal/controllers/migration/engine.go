@@ -230,7 +230,7 @@ func (e *engine) setCondition(ctx context.Context, s subject, status corev1.Cond
 	if !mapicond.Set(s.conditions(), machinev1beta1.Condition{Type: MigrationCondition, Status: status, Reason: reason, Message: msg}) {
 		return false
 	}
-	_ = e.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	_ = patch.StoreStatus(ctx, e.client, obj, base)
 	return true
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // MachineHealthCheckReconciler migrates MachineHealthChecks. The openshift/api type has no
@@ -106,7 +107,7 @@ func (s *mhcSubject) setAuthority(ctx context.Context, c client.Client, current,
 	if cond != nil {
 		base := s.mapi.DeepCopy()
 		if mapicond.Set(&s.mapi.Status.Conditions, *cond) {
-			if err := c.Status().Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := patch.StoreStatus(ctx, c, s.mapi, base); err != nil {
 				return err
 			}
 		}
@@ -123,7 +124,7 @@ func (s *mhcSubject) setAuthority(ctx context.Context, c client.Client, current,
 	if equality.Semantic.DeepEqual(base.Annotations, s.mapi.Annotations) {
 		return nil
 	}
-	return c.Patch(ctx, s.mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, c, s.mapi, base)
 }
 
 func (s *mhcSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {

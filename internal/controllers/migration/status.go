@@ -6,7 +6,9 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // authorityStatus points at the authority fields of a Machine API status (Machine and
@@ -31,7 +33,16 @@ func patchAuthority(ctx context.Context, c client.Client, obj client.Object, st 
 	if cond != nil {
 		mapicond.Set(st.conditions, *cond)
 	}
-	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	// An acknowledged pause that goes on under another authority (Migrating → ClusterAPI,
+	// ClusterAPI → Migrating) gets the gate's new message in this same write, which saves the
+	// Machine API controller a write only to reword it. A pause not yet acknowledged is left
+	// for that controller to report: its Paused=True is what the handover waits for.
+	if current != machinev1beta1.MachineAuthorityMachineAPI && mapicond.IsTrue(*st.conditions, gate.PausedCondition) {
+		if _, _, err := gate.MachineAPI(obj, ""); err != nil {
+			return err
+		}
+	}
+	return patch.StoreStatus(ctx, c, obj, base)
 }
 
 // sideGeneration is the generation of one side's copy (the Machine API copy's when the

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // autoscalerReplicas carries a spec.replicas change the cluster autoscaler wrote to the
@@ -42,7 +42,7 @@ func (r *Reconciler) autoscalerReplicas(ctx context.Context, mapi *machinev1beta
 	base := mapi.DeepCopy()
 	from := ptr.Deref(mapi.Spec.Replicas, 1)
 	mapi.Spec.Replicas = ptr.To(*capi.Spec.Replicas)
-	if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
 		return false, err
 	}
 	r.event(mapi, corev1.EventTypeNormal, "AutoscalerReplicas",

@@ -110,7 +110,7 @@ func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.M
 	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 		return capi, nil
 	}
-	return capi, r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return capi, patch.Store(ctx, r.Client, capi, base)
 }
 
 // createTemplate creates the InfraMachineTemplate unless it exists, owned by the Cluster API
@@ -151,7 +151,7 @@ func (r *Reconciler) adoptTemplate(ctx context.Context, tmpl client.Object, capi
 	if !changed {
 		return nil
 	}
-	return r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, r.Client, existing, base)
 }
 
 // writeFailed reports a refused write of the Cluster API copy or its template in

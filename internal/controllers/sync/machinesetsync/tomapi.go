@@ -60,7 +60,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI = authority, templateAuthority
 	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
-		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -75,5 +75,5 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
 }

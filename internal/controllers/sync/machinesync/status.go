@@ -52,9 +52,11 @@ func statusToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
 	if p := mapiPhase(capi.Status.Phase); p != "" {
 		mapi.Status.Phase = ptr.To(p)
 	}
-	mapi.Status.NodeRef = nil
-	if capi.Status.NodeRef.Name != "" {
-		mapi.Status.NodeRef = &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: capi.Status.NodeRef.Name}
+	// A reference to the same Node keeps what the Cluster API does not record (its UID).
+	if n := capi.Status.NodeRef.Name; n == "" {
+		mapi.Status.NodeRef = nil
+	} else if mapi.Status.NodeRef == nil || mapi.Status.NodeRef.Name != n {
+		mapi.Status.NodeRef = &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n}
 	}
 	mapi.Status.Addresses = nil
 	for _, a := range capi.Status.Addresses {

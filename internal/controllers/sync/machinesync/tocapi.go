@@ -107,7 +107,7 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 		return nil
 	}
-	return r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, r.Client, capi, base)
 }
 
 // upsertInfra creates the InfraMachine or overwrites drift in its spec and labels, and keeps
@@ -134,7 +134,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	if equality.Semantic.DeepEqual(base, existing) {
 		return nil
 	}
-	return r.Client.Patch(ctx, existing, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, r.Client, existing, base)
 }
 
 // capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of

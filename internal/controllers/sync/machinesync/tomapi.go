@@ -45,7 +45,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		mapi.OwnerReferences = append(mapi.OwnerReferences, *owner)
 	}
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
-		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -56,7 +56,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.Client.Status().Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
 }
 
 // convertToMAPI reads the InfraMachine and converts; on failure it records why and returns nil.

@@ -24,6 +24,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // Reconciler keeps one MachineHealthCheck's copies in step.
@@ -113,7 +114,7 @@ func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.Machin
 		mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCStatusAuthoritativeAPIAnnotation: string(want)})
 	}
 	controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
-	return r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, r.Client, mapi, base)
 }
 
 func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck, pause synccommon.Pause) error {
@@ -139,7 +140,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 		pause.Apply(capi)
 		controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
 		if !equality.Semantic.DeepEqual(base.Spec, capi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
-			if err := r.Client.Patch(ctx, capi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := patch.Store(ctx, r.Client, capi, base); err != nil {
 				return err
 			}
 		}
@@ -160,7 +161,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machi
 	mapi.Spec = out.Spec
 	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
 	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
-		if err := r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
 			return err
 		}
 	}
@@ -186,5 +187,5 @@ func (r *Reconciler) recordGeneration(ctx context.Context, mapi *machinev1beta1.
 	}
 	base := mapi.DeepCopy()
 	mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCSynchronizedGenerationAnnotation: v})
-	return r.Client.Patch(ctx, mapi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patch.Store(ctx, r.Client, mapi, base)
 }
