@@ -195,3 +195,27 @@ func TestHelperConflictStopsFinish(t *testing.T) {
 		t.Errorf("stored phase %q finalizers %v; want nothing written from the stale copy", got.Status.Phase, got.Finalizers)
 	}
 }
+
+// A change Go equality sees but JSON does not (a time with nanoseconds the API stores in
+// seconds) writes nothing; a real change is written with the lock.
+func TestStoreSkipsWhatJSONDoesNotSee(t *testing.T) {
+	ctx := context.Background()
+	var w writes
+	c := fakeClient(t, storedMachine(), &w)
+	m := read(t, c)
+	base := m.DeepCopy()
+	stamp := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	base.Status.LastUpdated = stamp
+	m.Status.LastUpdated = metav1.Time{Time: stamp.Add(time.Millisecond)}
+	if err := StoreStatus(ctx, c, m, base); err != nil || w.status != 0 {
+		t.Fatalf("err %v, writes %+v; want no write", err, w)
+	}
+	base = m.DeepCopy()
+	m.Labels = map[string]string{"a": "b"}
+	if err := Store(ctx, c, m, base); err != nil || w.main != 1 {
+		t.Fatalf("err %v, writes %+v; want one write", err, w)
+	}
+	if got := read(t, c); got.Labels["a"] != "b" {
+		t.Errorf("stored labels %v", got.Labels)
+	}
+}
