@@ -134,7 +134,7 @@ func waitRollout(ctx context.Context, e *env, md *clusterv1.MachineDeployment, n
 	start, lastReport := time.Now(), time.Now()
 	for {
 		var list clusterv1.MachineList
-		if err := e.client.List(ctx, &list, client.InNamespace(md.Namespace),
+		if err := e.watched.List(ctx, &list, client.InNamespace(md.Namespace),
 			client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name}); err != nil {
 			return nil, err
 		}

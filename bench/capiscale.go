@@ -95,7 +95,7 @@ func capiScale(n int) (result, error) {
 	lastReport := time.Now()
 	for {
 		var list clusterv1.MachineList
-		if err := e.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := e.watched.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return result{}, err
 		}
 		done := 0

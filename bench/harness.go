@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/ec2"
@@ -70,7 +71,11 @@ type env struct {
 	cloud        *server.Server
 	kubeletWrite atomic.Int64
 	mgr          *exec.Cmd
-	metricsAddr  string
+	managers     int // managers started so far
+	// watched reads from informers (see startCache); the wait loops poll it.
+	watched     client.Reader
+	stopCache   context.CancelFunc
+	metricsAddr string
 	// keep leaves dir (manager log, lab data) in place on stop, e.g. after a failed soak.
 	keep bool
 }
@@ -93,10 +98,15 @@ func startEnvWith(o envOptions) (*env, error) {
 	}
 	e := &env{dir: dir}
 	ctx := context.Background()
-	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Progress: os.Stderr}); err != nil {
+	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
+	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true,
+		Profiling: profiling, Progress: os.Stderr}); err != nil {
 		return nil, err
 	}
 	if e.client, err = client.New(e.lab.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
+		return nil, err
+	}
+	if err := e.startCache(); err != nil {
 		return nil, err
 	}
 	kcfg := rest.CopyConfig(e.lab.Config)
@@ -114,22 +124,32 @@ func startEnvWith(o envOptions) (*env, error) {
 	if err := e.cloud.Start(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.startManager(o); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// startManager starts `machina manager` with o's groups as a child process, as it runs in a
+// real cluster (its ServiceAccount identity with the generated roles), appending to
+// manager.log, and waits until its metrics endpoint answers.
+func (e *env) startManager(o envOptions) error {
+	var err error
 	e.metricsAddr, err = freeAddr()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	logf, err := os.Create(filepath.Join(dir, "manager.log"))
+	logf, err := os.OpenFile(filepath.Join(e.dir, "manager.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// The manager runs as in a real cluster: its ServiceAccount identity with the generated roles.
 	mcfg, err := e.lab.ManagerConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	mkc := filepath.Join(dir, "manager.kubeconfig")
+	mkc := filepath.Join(e.dir, "manager.kubeconfig")
 	if err := lab.WriteKubeconfig(mkc, mcfg, "bench"); err != nil {
-		return nil, err
+		return err
 	}
 	args := []string{"manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
 		"--controllers", o.groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr, "--metrics-insecure",
@@ -140,12 +160,17 @@ func startEnvWith(o envOptions) (*env, error) {
 	if o.verbosity > 0 {
 		args = append(args, "--verbosity", strconv.Itoa(o.verbosity))
 	}
+	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
+	if profiling {
+		args = append(args, "--pprof")
+		e.keep = true
+	}
 	e.mgr = exec.Command(os.Args[0], args...)
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf
 	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
 	e.mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := e.mgr.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	// Wait for the metrics endpoint: the manager is up.
 	deadline := time.Now().Add(60 * time.Second)
@@ -154,18 +179,92 @@ func startEnvWith(o envOptions) (*env, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("manager did not start; see %s", filepath.Join(dir, "manager.log"))
+			return fmt.Errorf("manager did not start; see %s", logf.Name())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return e, nil
+	e.managers++
+	if profiling {
+		go e.profileLoop(e.managers)
+	}
+	return nil
 }
 
-func (e *env) stop() {
+// stopManager stops the manager child process and waits for it.
+func (e *env) stopManager() {
 	if e.mgr != nil && e.mgr.Process != nil {
 		_ = e.mgr.Process.Signal(syscall.SIGTERM)
 		_ = e.mgr.Wait()
 	}
+}
+
+// profileLoop saves the manager's and the kube-apiserver's CPU profiles in consecutive
+// 2-second pieces (cpu-NNN.pb.gz and apiserver-cpu-NNN.pb.gz in the run's directory, merged
+// by `go tool pprof -top dir/cpu-*.pb.gz`) and the manager's heap profile after each, until
+// the manager stops. MACHINA_BENCH_PROFILE=1 turns it on.
+func (e *env) profileLoop(gen int) {
+	fmt.Fprintln(os.Stderr, "bench: saving manager and kube-apiserver profiles in", e.dir)
+	mgr := &http.Client{}
+	api, err := rest.HTTPClientFor(e.lab.Config)
+	if err != nil {
+		return
+	}
+	go func() {
+		for i := 0; ; i++ {
+			if saveProfile(api, e.lab.Config.Host, "profile?seconds=2", filepath.Join(e.dir, fmt.Sprintf("apiserver-cpu-%d-%03d.pb.gz", gen, i))) != nil {
+				return
+			}
+		}
+	}()
+	base := "http://" + e.metricsAddr
+	for i := 0; ; i++ {
+		if saveProfile(mgr, base, "profile?seconds=2", filepath.Join(e.dir, fmt.Sprintf("cpu-%d-%03d.pb.gz", gen, i))) != nil {
+			return
+		}
+		if saveProfile(mgr, base, "heap", filepath.Join(e.dir, fmt.Sprintf("heap-%d-%03d.pb.gz", gen, i))) != nil {
+			return
+		}
+	}
+}
+
+func saveProfile(c *http.Client, base, query, path string) error {
+	resp, err := c.Get(base + "/debug/pprof/" + query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", query, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// startCache starts e.watched, a reader served by informers on the lab: the benchmark's
+// wait loops poll it four times a second, which as List calls on the apiserver (a thousand
+// Machines at a time) would take CPU from what is measured.
+func (e *env) startCache() error {
+	c, err := cache.New(e.lab.Config, cache.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopCache = cancel
+	go func() { _ = c.Start(ctx) }()
+	e.watched = c
+	return nil
+}
+
+func (e *env) stop() {
+	if e.stopCache != nil {
+		e.stopCache()
+	}
+	e.stopManager()
 	if e.cloud != nil {
 		e.cloud.Close()
 	}

@@ -7,6 +7,7 @@
 //	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
 //	go run ./bench migrate -platform aws -n 100  # the same with AWS Machines, until the upstream CAPA controller has taken them
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
+//	go run ./bench mirror -n 1000        # first mirroring: the sync starts after 1000 Machine API Machines are Running
 //	go run ./bench soak -duration 10m -machines 60 -seed 1  # random traffic, kills and faults; checks invariants
 //
 // Each run starts a fresh lab (etcd + kube-apiserver), the simulated cloud with zero delays
@@ -91,6 +92,7 @@ var scenarios = map[string]func(n int) (result, error){
 	"capi-rollout": capiRollout,
 	"migrate":      migrateScale,
 	"sync-latency": syncLatency,
+	"mirror":       mirrorScale,
 }
 
 func usage() {

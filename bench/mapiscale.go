@@ -100,14 +100,14 @@ func mapiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	k0, c0 := e.kubeletWrite.Load(), p.calls(e)
+	k0, c0, logStart := e.kubeletWrite.Load(), p.calls(e), logSize(e)
 
 	start := time.Now()
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
 	}
-	if err := waitMachinesUp(ctx, e.client, ms.Namespace, n, start); err != nil {
+	if err := waitMachinesUp(ctx, e.watched, ms.Namespace, n, start); err != nil {
 		return result{}, err
 	}
 	elapsed := time.Since(start)
@@ -117,12 +117,12 @@ func mapiScale(n int) (result, error) {
 		return result{}, err
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n)}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n)}, nil
 }
 
 // waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;
 // a Failed Machine ends the wait.
-func waitMachinesUp(ctx context.Context, c client.Client, ns string, n int, start time.Time) error {
+func waitMachinesUp(ctx context.Context, c client.Reader, ns string, n int, start time.Time) error {
 	lastReport := time.Now()
 	for {
 		var list machinev1beta1.MachineList

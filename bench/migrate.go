@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -77,7 +79,7 @@ func waitMirrored(e *env, n int) error {
 	start := time.Now()
 	err := waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), 20*time.Minute, func() (int, error) {
 		var list machinev1beta1.MachineList
-		if err := e.client.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
+		if err := e.watched.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
 			return 0, err
 		}
 		done := 0
@@ -145,6 +147,7 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	logStart := logSize(e)
 	start := time.Now()
 	if err := requestClusterAPI(ctx, e.client, sets); err != nil {
 		return result{}, err
@@ -169,44 +172,47 @@ func migrateScale(n int) (result, error) {
 			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
 	}
 	r.Lines = append(r.Lines, fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
-		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n)))
+		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n))+writeBreakdown(e, logStart, n))
 	return r, nil
 }
 
 // requestClusterAPI sets spec.authoritativeAPI ClusterAPI on the MachineSets named and on
-// every Machine API Machine, as `machina migrate` does for each resource it is given.
+// every Machine API Machine, as `machina migrate` does for each resource it is given; 16
+// requests at a time, as a client with many resources to move would send them.
 func requestClusterAPI(ctx context.Context, c client.Client, sets []string) error {
 	var list machinev1beta1.MachineList
 	if err := c.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
 		return err
 	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
 	for _, name := range sets {
-		ms := &machinev1beta1.MachineSet{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, ms); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(ms.DeepCopy())
-		ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		if err := c.Patch(ctx, ms, patch); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			ms := &machinev1beta1.MachineSet{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, ms); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(ms.DeepCopy())
+			ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+			return c.Patch(ctx, ms, patch)
+		})
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		if err := c.Patch(ctx, m, patch); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			patch := client.MergeFrom(m.DeepCopy())
+			m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+			return c.Patch(ctx, m, patch)
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // waitMigrated waits until every Machine and MachineSet reports status.authoritativeAPI
 // ClusterAPI, then for p's takeover if it has one; it returns how long after start each was
 // reached (both the first when there is no takeover).
 func waitMigrated(ctx context.Context, e *env, p migratePlatform, n int, start time.Time) (authority, takeover time.Duration, err error) {
-	if err := waitFor("migrations to ClusterAPI", 20*time.Minute, func() (int, error) { return authorityLeft(ctx, e.client) }); err != nil {
+	if err := waitFor("migrations to ClusterAPI", 20*time.Minute, func() (int, error) { return authorityLeft(ctx, e.watched) }); err != nil {
 		return 0, 0, err
 	}
 	authority = time.Since(start)
@@ -221,7 +227,7 @@ func waitMigrated(ctx context.Context, e *env, p migratePlatform, n int, start t
 
 // authorityLeft counts the Machine API Machines and MachineSets not yet reporting
 // status.authoritativeAPI ClusterAPI.
-func authorityLeft(ctx context.Context, c client.Client) (int, error) {
+func authorityLeft(ctx context.Context, c client.Reader) (int, error) {
 	var ml machinev1beta1.MachineList
 	var sl machinev1beta1.MachineSetList
 	if err := c.List(ctx, &ml, client.InNamespace(mapiNS)); err != nil {

@@ -97,7 +97,7 @@ func startCAPA(ctx context.Context, e *env) error {
 // CAPA's finalizer present, no paused annotation and status.ready true.
 func capaTakeoverLeft(ctx context.Context, e *env, n int) (int, error) {
 	var list capav1.AWSMachineList
-	if err := e.client.List(ctx, &list, client.InNamespace(capiNS)); err != nil {
+	if err := e.watched.List(ctx, &list, client.InNamespace(capiNS)); err != nil {
 		return 0, err
 	}
 	taken := 0

@@ -36,6 +36,9 @@ type Options struct {
 	ControllerManager bool
 	// FastDisk turns off etcd's fsync: faster, and fine for throwaway test clusters.
 	FastDisk bool
+	// Profiling serves the kube-apiserver's /debug/pprof/ endpoints (to the administrator)
+	// for benchmarks; off otherwise.
+	Profiling bool
 	// Progress receives human-readable progress (binary builds, component starts). Optional.
 	Progress io.Writer
 }
@@ -99,7 +102,7 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lab: etcd %s ready at %s\n", EtcdVersion, etcdURL)
-	host, err := l.startAPIServer(ctx, bins.KubeAPIServer, etcdURL)
+	host, err := l.startAPIServer(ctx, bins.KubeAPIServer, etcdURL, opts.Profiling)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +283,7 @@ func (l *Lab) startEtcd(ctx context.Context, bin string, fastDisk bool) (string,
 	return url, err
 }
 
-func (l *Lab) startAPIServer(ctx context.Context, bin, etcdURL string) (string, error) {
+func (l *Lab) startAPIServer(ctx context.Context, bin, etcdURL string, profiling bool) (string, error) {
 	p, err := l.startWithPorts(ctx, "kube-apiserver", 1, func(ports []int) (*process, error) {
 		args := []string{
 			"--etcd-servers=" + etcdURL,
@@ -296,7 +299,7 @@ func (l *Lab) startAPIServer(ctx context.Context, bin, etcdURL string) (string, 
 			"--allow-privileged=true",
 			// No serviceaccount controller runs in the lab, so pods may not need a token.
 			"--disable-admission-plugins=ServiceAccount",
-			"--profiling=false",
+			"--profiling=" + strconv.FormatBool(profiling),
 			"--v=1",
 		}
 		p, err := startProcess("kube-apiserver", filepath.Join(l.Dir, "logs", "kube-apiserver.log"), bin, args...)

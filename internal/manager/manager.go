@@ -219,9 +219,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = "machina-manager"
 	}
-	if os.Getenv("MACHINA_DEBUG_WRITES") != "" {
+	if v := os.Getenv("MACHINA_DEBUG_WRITES"); v != "" {
 		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return debugRT{rt} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return debugRT{next: rt, detail: v == "2"} })
 	}
 	metrics, err := o.metricsServer()
 	if err != nil {
