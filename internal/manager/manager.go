@@ -230,6 +230,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	lease := 15 * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
+		Cache:                         cacheOptions(),
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.HealthProbeAddr,
 		LeaderElection:                o.LeaderElection,
