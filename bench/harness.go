@@ -99,8 +99,13 @@ func startEnvWith(o envOptions) (*env, error) {
 	e := &env{dir: dir}
 	ctx := context.Background()
 	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
-	if e.lab, err = lab.Start(ctx, lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true,
-		Profiling: profiling, Progress: os.Stderr}); err != nil {
+	lo := lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Profiling: profiling, Progress: os.Stderr}
+	renew, leaseDuration := lab.KubeletHeartbeatInterval, lab.NodeMonitorGracePeriod
+	if heartbeat > lab.KubeletHeartbeatInterval {
+		renew, leaseDuration = heartbeat, 4*heartbeat
+		lo.NodeMonitorGracePeriod = leaseDuration
+	}
+	if e.lab, err = lab.Start(ctx, lo); err != nil {
 		return nil, err
 	}
 	if e.client, err = client.New(e.lab.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
@@ -112,7 +117,7 @@ func startEnvWith(o envOptions) (*env, error) {
 	kcfg := rest.CopyConfig(e.lab.Config)
 	kcfg.Wrap(countWrites(&e.kubeletWrite))
 	so := server.Options{StateDir: filepath.Join(dir, "cloud"), NoSync: true, KubeConfig: kcfg,
-		Kubelet: kubelet.Options{RenewInterval: lab.KubeletHeartbeatInterval, LeaseDuration: lab.NodeMonitorGracePeriod},
+		Kubelet: kubelet.Options{RenewInterval: renew, LeaseDuration: leaseDuration},
 		Logger:  logr.Discard()}
 	if o.ec2 {
 		so.EC2 = &ec2.Options{}

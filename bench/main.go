@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/cli"
+	"github.com/machina-dev/machina/internal/lab"
 )
 
 type intList []int
@@ -56,6 +57,9 @@ func main() {
 	fs.Var(&sizes, "n", "number of Machines (repeatable)")
 	fs.StringVar(&platform, "platform", "sim", "mapi-scale and migrate: the platform, sim or aws (the AWS actuator through the EC2 front; "+
 		"migrate also runs the upstream CAPA controller and waits until it has taken over every Machine)")
+	fs.DurationVar(&heartbeat, "heartbeat", lab.KubeletHeartbeatInterval, "how often the simulated kubelets renew their Node Leases: the lab's "+
+		lab.KubeletHeartbeatInterval.String()+" (tests see node failure within seconds) or, say, 10s as in a production cluster, "+
+		"whose Node grace period (4× this) the lab then uses too; at a thousand Nodes the lab's cadence alone is 500 Lease writes a second")
 	_ = fs.Parse(args)
 	ctrllog.SetLogger(logr.Discard())
 	if platform != "sim" && !platformScenarios[scenario] {
@@ -80,6 +84,9 @@ func main() {
 	}
 	printTable(scenario, rows)
 }
+
+// heartbeat is the -heartbeat flag: the simulated kubelets' Lease renewal interval.
+var heartbeat = lab.KubeletHeartbeatInterval
 
 // platform is the -platform flag, read by the scenarios of platformScenarios.
 var platform = "sim"

@@ -33,7 +33,7 @@ func mirrorScale(n int) (result, error) {
 	}
 	ctx := context.Background()
 	if err := waitFor(fmt.Sprintf("%d Machines Running", n), 20*time.Minute, func() (int, error) {
-		return machinesLeft(ctx, e.watched, func(m *machinev1beta1.Machine) bool {
+		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
 			return ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil
 		})
 	}); err != nil {
@@ -48,7 +48,7 @@ func mirrorScale(n int) (result, error) {
 	}
 	started := time.Since(start)
 	if err := waitFor(fmt.Sprintf("%d Machines mirrored", n), 20*time.Minute, func() (int, error) {
-		return machinesLeft(ctx, e.watched, func(m *machinev1beta1.Machine) bool {
+		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
 			return synchronized(m.Status.Conditions) && m.Status.SynchronizedGeneration == m.Generation
 		})
 	}); err != nil {
@@ -65,16 +65,17 @@ func mirrorScale(n int) (result, error) {
 			writeBreakdown(e, logStart, n)}, nil
 }
 
-// machinesLeft counts the Machine API Machines for which done is false.
-func machinesLeft(ctx context.Context, c client.Reader, done func(*machinev1beta1.Machine) bool) (int, error) {
+// machinesLeft counts how many of the n Machine API Machines expected are missing or not
+// done yet.
+func machinesLeft(ctx context.Context, c client.Reader, n int, done func(*machinev1beta1.Machine) bool) (int, error) {
 	var list machinev1beta1.MachineList
 	if err := c.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
 		return 0, err
 	}
-	left := 0
+	left := n
 	for i := range list.Items {
-		if !done(&list.Items[i]) {
-			left++
+		if done(&list.Items[i]) {
+			left--
 		}
 	}
 	return left, nil
