@@ -78,18 +78,10 @@ func waitMirrored(e *env, n int) error {
 	ctx := context.Background()
 	start := time.Now()
 	err := waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), 20*time.Minute, func() (int, error) {
-		var list machinev1beta1.MachineList
-		if err := e.watched.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
-			return 0, err
-		}
-		done := 0
-		for _, m := range list.Items {
-			if ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && synchronized(m.Status.Conditions) &&
-				m.Status.SynchronizedGeneration == m.Generation {
-				done++
-			}
-		}
-		return n - done, nil
+		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
+			return ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && synchronized(m.Status.Conditions) &&
+				m.Status.SynchronizedGeneration == m.Generation
+		})
 	})
 	if err == nil {
 		fmt.Fprintf(os.Stderr, "bench: %d Machines Running and mirrored in %s\n", n, time.Since(start).Round(time.Second))

@@ -2,7 +2,6 @@ package manager
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,10 +30,8 @@ func stripCRD(o any) (any, error) {
 	if !ok {
 		return o, nil
 	}
-	if a, err := meta.Accessor(crd); err == nil {
-		a.SetManagedFields(nil)
-		a.SetAnnotations(nil) // kubectl's last-applied-configuration repeats the whole CRD
-	}
+	crd.ManagedFields = nil
+	crd.Annotations = nil // kubectl's last-applied-configuration repeats the whole CRD
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		v.Schema, v.AdditionalPrinterColumns, v.SelectableFields = nil, nil, nil
