@@ -2,9 +2,11 @@ package patch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -47,15 +49,33 @@ func StoreStatus(ctx context.Context, c client.Client, obj, base client.Object) 
 }
 
 func store(ctx context.Context, c client.Client, obj, base client.Object, status bool) (bool, error) {
-	data, err := client.MergeFrom(base).Data(obj)
-	if err != nil || string(data) == "{}" {
+	data, err := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}).Data(obj)
+	if err != nil {
 		return false, err
 	}
-	p := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if empty, err := lockOnly(data); empty || err != nil {
+		return false, err
+	}
+	p := client.RawPatch(types.MergePatchType, data)
 	if status {
 		return true, c.Status().Patch(ctx, obj, p)
 	}
 	return true, c.Patch(ctx, obj, p)
+}
+
+// lockOnly reports whether a locked merge patch changes nothing: all it holds is the
+// resourceVersion that makes it conditional.
+func lockOnly(data []byte) (bool, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || len(top) != 1 || top["metadata"] == nil {
+		return false, err
+	}
+	var metadata map[string]json.RawMessage
+	if err := json.Unmarshal(top["metadata"], &metadata); err != nil {
+		return false, err
+	}
+	_, locked := metadata["resourceVersion"]
+	return locked && len(metadata) == 1, nil
 }
 
 // EnsureFinalizer adds finalizer to obj and stores it with an optimistic lock (Locked),

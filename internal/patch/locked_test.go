@@ -219,3 +219,19 @@ func TestStoreSkipsWhatJSONDoesNotSee(t *testing.T) {
 		t.Errorf("stored labels %v", got.Labels)
 	}
 }
+
+func TestLockOnly(t *testing.T) {
+	for patch, want := range map[string]bool{
+		`{"metadata":{"resourceVersion":"7"}}`:                   true,
+		`{"metadata":{"resourceVersion":"7","finalizers":null}}`: false,
+		`{"metadata":{"resourceVersion":"7"},"spec":{"a":1}}`:    false,
+		`{"metadata":{"resourceVersion":"7"},"type":"Opaque"}`:   false,
+		`{"status":{"phase":"Running"}}`:                         false,
+		`{"metadata":{"labels":{"a":"b"}}}`:                      false,
+	} {
+		got, err := lockOnly([]byte(patch))
+		if err != nil || got != want {
+			t.Errorf("lockOnly(%s) = %v, %v; want %v", patch, got, err, want)
+		}
+	}
+}

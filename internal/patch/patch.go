@@ -102,6 +102,12 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 			h.stale = h.stale || apierrors.IsConflict(err)
 			return err
 		}
+		if gone(obj) {
+			// The patch removed the last finalizer of an object being deleted: the API
+			// server has deleted it, and a status patch would only meet NotFound.
+			h.before = obj.DeepCopyObject().(client.Object)
+			return nil
+		}
 		// The answer carries the stored status; the base of the status patch is the object
 		// as it is now stored, and obj gets back the status the reconcile wants.
 		base = obj.DeepCopyObject().(client.Object)
@@ -126,6 +132,12 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object, opts ...Option) e
 	// The next patch compares with what is stored: a skipped status is still to be written.
 	h.before = base.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// gone reports whether obj, as the API server answered a write of it, was deleted by that
+// write: it is being deleted and has no finalizer left.
+func gone(obj client.Object) bool {
+	return !obj.GetDeletionTimestamp().IsZero() && len(obj.GetFinalizers()) == 0
 }
 
 // advanceObservedGeneration moves every observedGeneration in desired's status that is from

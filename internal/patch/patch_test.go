@@ -170,3 +170,31 @@ func TestSkipStatusKeepsStatusForTheNextPatch(t *testing.T) {
 		t.Errorf("closing patch: writes %+v phase %q; want one status write storing Provisioned", w, got.Status.Phase)
 	}
 }
+
+// The deletion path's last pass removes the finalizer and sets a status (say a Deleting
+// condition): the finalizer write deletes the object, so no status write follows.
+func TestNoStatusWriteAfterTheLastFinalizer(t *testing.T) {
+	var w writes
+	stored := storedMachine()
+	stored.Finalizers = []string{"example.com/f"}
+	c := fakeClient(t, stored, &w)
+	if err := c.Delete(context.Background(), read(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	m := read(t, c)
+	if m.DeletionTimestamp.IsZero() {
+		t.Fatal("the Machine is not being deleted")
+	}
+	h := NewHelper(m, c)
+	m.Finalizers = nil
+	m.Status.Phase = "Deleted"
+	if err := h.Patch(context.Background(), m); err != nil {
+		t.Fatalf("patch: %v", err)
+	}
+	if w.main != 1 || w.status != 0 {
+		t.Errorf("writes %+v; want the finalizer removal only", w)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), &clusterv1.Machine{}); err == nil {
+		t.Error("the Machine still exists after its last finalizer was removed")
+	}
+}
