@@ -158,8 +158,14 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	if err != nil || !done {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
-	// 4. The new side is unpaused, then named authoritative.
+	// 4. The new side is unpaused (its InfraMachine knowing it is provisioned), then named
+	// authoritative.
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		if p, ok := s.(infraPrimer); ok {
+			if err := p.primeInfra(ctx, e.client); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
 			return ctrl.Result{}, err
 		}

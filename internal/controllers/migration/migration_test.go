@@ -96,6 +96,7 @@ func TestMigration(t *testing.T) {
 		{"ManyHandoversLaunchNothing", testManyHandoversLaunchNothing},
 		{"MachineSetHandover_InfraMachinePausedAndFinalizerMoved_TemplatesPruned", testHandover},
 		{"ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration},
+		{"NoReadyFlapAtHandover", testNoReadyFlapAtHandover},
 	} {
 		t.Run(c.name, func(t *testing.T) { eachPlatform(t, c.f) })
 	}
