@@ -50,6 +50,11 @@ func (s *machineSubject) primeInfra(ctx context.Context, c client.Client) error 
 		return err
 	}
 	err := patch.StoreStatus(ctx, c, u, base)
+	if err == nil {
+		// The unpause that follows patches the metadata read before, with its lock.
+		s.infra.SetResourceVersion(u.GetResourceVersion())
+		return nil
+	}
 	if apierrors.IsForbidden(err) {
 		logf.FromContext(ctx).Info("not priming the InfraMachine's status: no right to write it", "kind", u.GetKind(), "name", u.GetName(), "error", err.Error())
 		return nil
