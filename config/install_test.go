@@ -67,7 +67,12 @@ func testIdentity(e *testenv.Env) {
 		{"", "secrets", "delete", "", false},
 		{"rbac.authorization.k8s.io", "clusterrolebindings", "create", "", false},
 		{"apiextensions.k8s.io", "customresourcedefinitions", "update", "", false},
-		{"infrastructure.cluster.x-k8s.io", "awsmachines", "patch", "", true}, // config/aws, aggregated
+		{"infrastructure.cluster.x-k8s.io", "awsmachines", "patch", "", true},       // config/aws, aggregated
+		{"infrastructure.cluster.x-k8s.io", "openstackmachines", "patch", "", true}, // config/openstack, aggregated
+		{"infrastructure.cluster.x-k8s.io", "openstackclusters", "delete", "", false},
+		{"infrastructure.cluster.x-k8s.io", "gcpmachines/status", "patch", "", true},     // config/gcp, aggregated
+		{"infrastructure.cluster.x-k8s.io", "azuremachinetemplates", "create", "", true}, // config/azure, aggregated
+		{"infrastructure.cluster.x-k8s.io", "azureclusters", "delete", "", false},
 		{"infrastructure.cluster.x-k8s.io", "awsclusters", "delete", "", false},
 		{"infrastructure.cluster.x-k8s.io", "awsmanagedclusters", "get", "", false}, // no provider role for it
 		{"apps", "deployments", "list", "", false},

@@ -19,7 +19,6 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 type describeFlags struct {
@@ -81,7 +80,7 @@ func runDescribe(ctx context.Context, f *describeFlags, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	c, err := clusterClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 type migrateFlags struct {
@@ -107,7 +106,7 @@ func runMigrate(ctx context.Context, f *migrateFlags, args []string, out io.Writ
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	c, err := clusterClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/provider"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // clusterPlanner checks live resources: conversion of the side that would hand over, plus
@@ -32,12 +32,22 @@ type clusterPlanner struct {
 	mapiMachines map[string]bool // names of the Machine API Machines
 }
 
+// clusterClient is a client for the cluster cfg names whose scheme knows every registered
+// platform's infrastructure kinds (the fixed scheme knows only the simulated cloud's and AWS's).
+func clusterClient(cfg *rest.Config) (client.Client, error) {
+	s, err := provider.Builtin().Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
 func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAuthority) ([]planItem, error) {
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	c, err := clusterClient(cfg)
 	if err != nil {
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
@@ -242,7 +252,7 @@ func (p *clusterPlanner) infra(ctx context.Context, group, kind, name string) (c
 		if gvk.Kind != kind {
 			continue
 		}
-		o, err := scheme.Scheme.New(gvk)
+		o, err := p.c.Scheme().New(gvk)
 		if err != nil {
 			return nil, err
 		}

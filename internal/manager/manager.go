@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/machina-dev/machina/internal/provider"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // Group is a set of controllers that are enabled or disabled together.
@@ -228,8 +227,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	lease := 15 * time.Second
+	// The scheme has every registered platform's types: the sync writes the converter's
+	// typed InfraMachines and templates of whichever platform a Machine is on.
+	s, err := o.Env.ProviderRegistry().Scheme()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.Scheme,
+		Scheme:                        s,
 		Cache:                         cacheOptions(),
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.HealthProbeAddr,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +32,7 @@ import (
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
-	"github.com/machina-dev/machina/internal/scheme"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // Env is a running test environment.
@@ -70,6 +71,10 @@ type Options struct {
 	// "aws") at it with the lab key pair (manager.Env AWSEndpoint, AWSELBEndpoint,
 	// AWSELBv2Endpoint, AWSCredentials); the process environment is left alone.
 	EC2 bool
+	// ProviderCRDs are platforms whose InfraMachine, InfraMachineTemplate and InfraCluster
+	// CRDs are installed from their Go modules before the manager starts (the controllers
+	// watch only the kinds served when they start).
+	ProviderCRDs []provider.Provider
 }
 
 // Start brings up the environment and registers its teardown.
@@ -77,7 +82,8 @@ func Start(t testing.TB, o Options) *Env {
 	t.Helper()
 	l := labtest.Start(t, labtest.WithControllerManager())
 	setupLogging(t, filepath.Join(l.Dir, "logs", "manager.log"))
-	c, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
+	installProviderCRDs(t, l, o.ProviderCRDs)
+	c, err := client.New(l.Config, client.Options{Scheme: registryScheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +254,19 @@ func (e *Env) ManagerClient() client.Client {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: registryScheme(e.T)})
 	if err != nil {
 		e.T.Fatal(err)
 	}
 	return c
+}
+
+// registryScheme is the scheme of every built-in platform's types, as the manager has it.
+func registryScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s, err := provider.Builtin().Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // toMAPI converts the authoritative Cluster API MachineSet and its template onto the Machine
@@ -33,7 +32,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}
-	obj, err := scheme.Scheme.New(cc.Platform.InfraMachineTemplateGVK())
+	obj, err := r.Client.Scheme().New(cc.Platform.InfraMachineTemplateGVK()) // the manager's: every platform's types
 	if err != nil {
 		return ctrl.Result{}, err
 	}

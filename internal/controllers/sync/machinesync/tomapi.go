@@ -16,7 +16,6 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
-	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // toMAPI converts the authoritative Cluster API Machine and its InfraMachine onto the Machine
@@ -66,7 +65,7 @@ func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Mac
 	if err != nil {
 		return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}
-	obj, err := scheme.Scheme.New(cc.Platform.InfraMachineGVK())
+	obj, err := r.Client.Scheme().New(cc.Platform.InfraMachineGVK()) // the manager's: every platform's types
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
