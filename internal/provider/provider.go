@@ -137,9 +137,9 @@ func prefixed(prefix string, ss []string) []string {
 	return out
 }
 
-// Builtin returns the platforms built into machina: the simulated cloud, AWS and OpenStack.
+// Builtin returns the platforms built into machina: the simulated cloud, AWS, OpenStack, GCP and Azure.
 func Builtin() *Registry {
-	r, err := NewRegistry(Sim(), AWS(), OpenStack())
+	r, err := NewRegistry(Sim(), AWS(), OpenStack(), GCP(), Azure())
 	if err != nil {
 		panic(err) // a programming error in this package, caught by its tests
 	}

@@ -30,6 +30,10 @@ type Suite[P, S any] struct {
 	// MachineLabels, when set, returns further labels for a generated Cluster API Machine
 	// (for example the control-plane label on a platform that converts it).
 	MachineLabels func(*Gen) map[string]string
+	// FailureDomain, when set, returns the failure domain of generated Cluster API Machines
+	// and MachineSets, for platforms whose Machines need a zone (the default is none or an
+	// arbitrary token).
+	FailureDomain func(*Gen) string
 	// MinAcceptedPercent is the share of arbitrary inputs, in percent of the cases, that must
 	// be accepted; fewer means the generators no longer exercise conversion.
 	MinAcceptedPercent int64
@@ -91,6 +95,9 @@ func (s Suite[P, S]) capiMachine(t *testing.T, g *Gen) {
 			m.Labels[k] = v
 		}
 	}
+	if s.FailureDomain != nil {
+		m.Spec.FailureDomain = s.FailureDomain(g)
+	}
 	infra := s.Ctx.Platform.NewInfraMachine(s.InfraSpec(g), pid)
 	infra.SetName(m.Name)
 	infra.SetNamespace(m.Namespace)
@@ -100,6 +107,9 @@ func (s Suite[P, S]) capiMachine(t *testing.T, g *Gen) {
 
 func (s Suite[P, S]) capiMachineSet(t *testing.T, g *Gen) {
 	ms := g.CAPIMachineSet(s.Ctx, "")
+	if s.FailureDomain != nil {
+		ms.Spec.Template.Spec.FailureDomain = s.FailureDomain(g)
+	}
 	spec := s.InfraSpec(g)
 	name, err := convert.TemplateName(ms.Name, spec)
 	if err != nil {

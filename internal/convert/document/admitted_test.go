@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
+	capgv1 "sigs.k8s.io/cluster-api-provider-gcp/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,11 +44,12 @@ func decode(t *testing.T, path string) []document.Document {
 	return docs
 }
 
-// convertedAWSFixtures converts every AWS golden fixture of the Machine API to the Cluster API
-// (with its own context when it has one) and returns the objects of those that convert.
-func convertedAWSFixtures(t *testing.T) []client.Object {
+// convertedFixtures converts every golden fixture of platform's directory from the Machine API
+// to the Cluster API (with its own context when it has one) and returns the objects of those
+// that convert.
+func convertedFixtures(t *testing.T, platform string) []client.Object {
 	t.Helper()
-	dir := filepath.Join("testdata", "aws")
+	dir := filepath.Join("testdata", platform)
 	dirContext := decode(t, filepath.Join(dir, "context.yaml"))
 	inputs, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -89,12 +93,46 @@ func fileExists(p string) bool {
 // difference means a sync would see its mirror differ from the admitted copy on every pass
 // (and template names would churn).
 func TestConvertedObjectsAreAdmittedAsIs(t *testing.T) {
-	objs := convertedAWSFixtures(t)
+	objs := convertedFixtures(t, "aws")
 	if len(objs) < 10 {
 		t.Fatalf("only %d converted objects; the fixtures no longer exercise conversion", len(objs))
 	}
 	l := labtest.Start(t)
-	c := adminClient(t, l)
+	checkAdmittedAsIs(t, adminClient(t, l), objs)
+}
+
+// TestGCPConvertedObjectsAreAdmittedAsIs is TestConvertedObjectsAreAdmittedAsIs for the GCP
+// fixtures, with CAPG's CRDs installed from the module go.mod pins.
+func TestGCPConvertedObjectsAreAdmittedAsIs(t *testing.T) {
+	objs := convertedFixtures(t, "gcp")
+	if len(objs) < 4 {
+		t.Fatalf("only %d converted objects; the fixtures no longer exercise conversion", len(objs))
+	}
+	l := labtest.Start(t)
+	installModuleCRDs(t, l, provider.GCP(), capgv1.GCPMachine{})
+	checkAdmittedAsIs(t, adminClient(t, l), objs)
+}
+
+// installModuleCRDs installs p's InfraMachine, InfraMachineTemplate and InfraCluster CRDs
+// from the Go module go.mod pins for the package of apiType, one of p's API types.
+func installModuleCRDs(t *testing.T, l *lab.Lab, p provider.Provider, apiType any) {
+	t.Helper()
+	dir, err := lab.ModuleDir(reflect.TypeOf(apiType).PkgPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []schema.GroupKind
+	for _, gvk := range p.InfraKinds() {
+		kinds = append(kinds, gvk.GroupKind())
+	}
+	if _, err := lab.InstallModuleCRDs(context.Background(), l.Config, dir, kinds...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAdmittedAsIs creates each object and compares what is stored with what was sent.
+func checkAdmittedAsIs(t *testing.T, c client.Client, objs []client.Object) {
+	t.Helper()
 	ctx := context.Background()
 	mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: convert.OpenShiftNamespaces.ClusterAPI}})
 	for _, want := range objs {

@@ -290,6 +290,44 @@ func TestPlatformDetection(t *testing.T) {
 		in:   strings.Replace(machineSet, "VALUE", `{flavor: m1.large, image: rhcos, userDataSecret: {name: u}}`, 1),
 		want: "kind: OpenStackMachineTemplate",
 	}, {
+		name: "GCP providerSpec kind, region from the providerSpec",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{kind: GCPMachineProviderSpec, region: us-central1, zone: us-central1-a, machineType: n2-standard-4}`, 1),
+		want: "spec.template.spec.providerSpec.value.serviceAccounts: Required value",
+	}, {
+		name: "kindless providerSpec with a machineType is GCP",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{machineType: n2-standard-4, zone: us-central1-a}`, 1),
+		opts: document.Options{Region: "us-central1"},
+		want: "kind: unset; read as GCPMachineProviderSpec",
+	}, {
+		name:    "GCP input on a cluster the Infrastructure says is on OpenStack",
+		reg:     builtin,
+		in:      strings.Replace(machineSet, "VALUE", `{kind: GCPMachineProviderSpec, region: us-central1}`, 1) + "---\n" + openStackInfrastructure,
+		wantErr: "the input is on gcp, but the Infrastructure object says the cluster runs on openstack",
+	}, {
+		name: "Azure providerSpec kind, location from the providerSpec",
+		reg:  builtin,
+		in: strings.Replace(machineSet, "VALUE", `{kind: AzureMachineProviderSpec, location: centralus, vmSize: Standard_D4s_v3, subnet: s, vnet: v, userDataSecret: {name: u},
+          image: {publisher: redhat, offer: rh-ocp-worker, sku: rh-ocp-worker, version: "4.15", type: MarketplaceNoPlan},
+          osDisk: {osType: Linux, diskSizeGB: 128, cachingType: ReadWrite}}`, 1),
+		want: "kind: AzureMachineTemplate",
+	}, {
+		name: "kindless providerSpec with a vmSize is Azure",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{vmSize: Standard_D4s_v3, location: eastus2}`, 1),
+		want: "kind: unset; read as AzureMachineProviderSpec",
+	}, {
+		name:    "Azure input on a cluster the Infrastructure says is on OpenStack",
+		reg:     builtin,
+		in:      strings.Replace(machineSet, "VALUE", `{kind: AzureMachineProviderSpec, location: eastus}`, 1) + "---\n" + openStackInfrastructure,
+		wantErr: "the input is on azure, but the Infrastructure object says the cluster runs on openstack",
+	}, {
+		name:    "an Azure Infrastructure names no region",
+		reg:     builtin,
+		in:      strings.Replace(machineSet, "VALUE", `{kind: AzureMachineProviderSpec}`, 1) + "---\n" + strings.Replace(openStackInfrastructure, "OpenStack", "Azure", 1),
+		wantErr: "cannot tell the cluster's azure region: the cluster-wide objects given name no azure region; give --region to set it",
+	}, {
 		name: "the Infrastructure's platform reads a kindless providerSpec",
 		reg:  builtin,
 		in:   strings.Replace(machineSet, "VALUE", `{image: rhcos, userDataSecret: {name: u}}`, 1) + "---\n" + openStackInfrastructure,
@@ -314,7 +352,7 @@ func TestPlatformDetection(t *testing.T) {
 		reg:     builtin,
 		in:      "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata: {name: m, namespace: openshift-cluster-api}\nspec:\n  clusterName: c1\n  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachine, name: m}\n",
 		opts:    document.Options{Region: "r1"},
-		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, SimMachine and SimMachineTemplate",
+		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, AzureMachine, AzureMachineTemplate, GCPMachine, GCPMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, SimMachine and SimMachineTemplate",
 	}, {
 		name:    "two platforms in one input",
 		reg:     reg,

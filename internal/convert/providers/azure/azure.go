@@ -1,0 +1,238 @@
+// Package azure converts the Machine API AzureMachineProviderSpec (machine.openshift.io/v1beta1)
+// to and from the Cluster API Provider Azure (CAPZ, infrastructure.cluster.x-k8s.io/v1beta1)
+// AzureMachine and AzureMachineTemplate.
+//
+// CAPZ keeps once per cluster, on the AzureCluster, what the Machine API repeats on every
+// providerSpec: the location, the subscription, the resource groups, the virtual network and
+// the load balancer worker interfaces join. The platform carries those values; a Machine that
+// names others cannot be converted.
+package azure
+
+import (
+	"errors"
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	capzv1 "sigs.k8s.io/cluster-api-provider-azure/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/convert"
+)
+
+const (
+	// ProviderSpecKind is the kind of the providerSpec value.
+	ProviderSpecKind = "AzureMachineProviderSpec"
+	// DefaultCredentialsSecret is the credentials secret OpenShift's Machine API uses on Azure.
+	DefaultCredentialsSecret = "azure-cloud-credentials" //nolint:gosec // a Secret's name, not a credential
+	// DefaultSecretNamespace is the namespace of the Machine API's secrets.
+	DefaultSecretNamespace = "openshift-machine-api"
+	// legacyAPIVersion is the providerSpec apiVersion of older OpenShift releases.
+	legacyAPIVersion = "azureproviderconfig.openshift.io/v1beta1"
+)
+
+// Platform is the Azure convert.Platform. Its string fields are "" when the value is not
+// known here (offline conversion without the AzureCluster); conversion then reports what it
+// could not check, and converting back refuses what it cannot write.
+type Platform struct {
+	// Location is the cluster's region (AzureCluster spec.location).
+	Location string
+	// SubscriptionID is the cluster's subscription (AzureCluster spec.subscriptionID). The
+	// Machine API names images and identities relative to it.
+	SubscriptionID string
+	// ResourceGroup is the cluster's resource group (AzureCluster spec.resourceGroup,
+	// Infrastructure status.platformStatus.azure.resourceGroupName).
+	ResourceGroup string
+	// NetworkResourceGroup is the virtual network's resource group (AzureCluster
+	// spec.networkSpec.vnet.resourceGroup, Infrastructure networkResourceGroupName); it
+	// defaults to ResourceGroup.
+	NetworkResourceGroup string
+	// Vnet is the cluster's virtual network (AzureCluster spec.networkSpec.vnet.name).
+	Vnet string
+	// OutboundLoadBalancer is the load balancer CAPZ adds every worker's interface to
+	// (AzureCluster spec.networkSpec.nodeOutboundLB), "" for none; nil when not known.
+	OutboundLoadBalancer *string
+	// CredentialsSecret is the Machine API credentials secret name; CAPZ takes credentials
+	// from the AzureCluster's identityRef instead. Defaults to DefaultCredentialsSecret.
+	CredentialsSecret string
+	// SecretNamespace is the Machine API namespace; defaults to DefaultSecretNamespace.
+	SecretNamespace string
+}
+
+var _ convert.Platform = Platform{}
+
+// New returns the platform of a cluster in location whose other values are not known.
+func New(location string) (Platform, error) {
+	if location == "" {
+		return Platform{}, errors.New("azure: the cluster location (region) is required")
+	}
+	return Platform{Location: location}, nil
+}
+
+// WithInfrastructure returns p with the resource groups an Infrastructure with Azure platform
+// status names. Other Infrastructures leave p unchanged.
+func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
+	ps := infra.Status.PlatformStatus
+	if ps == nil || ps.Azure == nil {
+		return p
+	}
+	if ps.Azure.ResourceGroupName != "" {
+		p.ResourceGroup = ps.Azure.ResourceGroupName
+	}
+	if ps.Azure.NetworkResourceGroupName != "" {
+		p.NetworkResourceGroup = ps.Azure.NetworkResourceGroupName
+	}
+	return p
+}
+
+// WithAzureCluster returns p with what an AzureCluster says about every Machine. The
+// location is not changed.
+func (p Platform) WithAzureCluster(c *capzv1.AzureCluster) Platform {
+	if c == nil {
+		return p
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&p.SubscriptionID, c.Spec.SubscriptionID)
+	set(&p.ResourceGroup, c.Spec.ResourceGroup)
+	set(&p.NetworkResourceGroup, c.Spec.NetworkSpec.Vnet.ResourceGroup)
+	set(&p.Vnet, c.Spec.NetworkSpec.Vnet.Name)
+	lb := ""
+	if o := c.Spec.NetworkSpec.NodeOutboundLB; o != nil {
+		lb = o.Name
+		if lb == "" {
+			lb = c.Name // CAPZ names the node outbound load balancer after the cluster
+		}
+	}
+	p.OutboundLoadBalancer = ptr.To(lb)
+	return p
+}
+
+// FromAzureCluster returns the platform of the cluster an AzureCluster describes.
+func FromAzureCluster(c *capzv1.AzureCluster) (Platform, error) {
+	if c == nil {
+		return Platform{}, errors.New("azure: no AzureCluster")
+	}
+	p, err := New(c.Spec.Location)
+	if err != nil {
+		return Platform{}, err
+	}
+	return p.WithAzureCluster(c), nil
+}
+
+// NewContext returns the conversion context of an OpenShift cluster on Azure from its
+// Infrastructure object and its AzureCluster: the Infrastructure names no region, so the
+// AzureCluster is required.
+func NewContext(infra *configv1.Infrastructure, c *capzv1.AzureCluster) (convert.Context, error) {
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	if ps := infra.Status.PlatformStatus; ps == nil || ps.Type != configv1.AzurePlatformType {
+		return convert.Context{}, fmt.Errorf("azure: Infrastructure %q has no Azure platform status", infra.Name)
+	}
+	p, err := FromAzureCluster(c)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	p = p.WithInfrastructure(infra).WithAzureCluster(c) // the AzureCluster is what CAPZ reads
+	return convert.Context{ClusterName: name, Platform: p, Namespaces: convert.OpenShiftNamespaces}, nil
+}
+
+// Name is the platform's short name.
+func (Platform) Name() string { return "azure" }
+
+// InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
+func (Platform) InfraMachineGVK() schema.GroupVersionKind {
+	return capzv1.GroupVersion.WithKind("AzureMachine")
+}
+
+// InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
+func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
+	return capzv1.GroupVersion.WithKind("AzureMachineTemplate")
+}
+
+func (p Platform) credentialsSecret() string {
+	if p.CredentialsSecret == "" {
+		return DefaultCredentialsSecret
+	}
+	return p.CredentialsSecret
+}
+
+func (p Platform) secretNamespace() string {
+	if p.SecretNamespace == "" {
+		return DefaultSecretNamespace
+	}
+	return p.SecretNamespace
+}
+
+// networkResourceGroup is the virtual network's resource group, "" when not known.
+func (p Platform) networkResourceGroup() string {
+	if p.NetworkResourceGroup != "" {
+		return p.NetworkResourceGroup
+	}
+	return p.ResourceGroup
+}
+
+// NewInfraMachine wraps spec (an *AzureMachineSpec) in an AzureMachine carrying providerID.
+func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	m := &capzv1.AzureMachine{}
+	m.SetGroupVersionKind(p.InfraMachineGVK())
+	if s, ok := spec.(*capzv1.AzureMachineSpec); ok && s != nil {
+		m.Spec = *s.DeepCopy()
+	}
+	if providerID != "" {
+		m.Spec.ProviderID = ptr.To(providerID)
+	}
+	return m
+}
+
+// NewInfraMachineTemplate wraps spec (an *AzureMachineSpec) in an AzureMachineTemplate.
+func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	t := &capzv1.AzureMachineTemplate{}
+	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
+	if s, ok := spec.(*capzv1.AzureMachineSpec); ok && s != nil {
+		t.Spec.Template.Spec = *s.DeepCopy()
+	}
+	return t
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of an AzureMachine.
+func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
+	m, ok := obj.(*capzv1.AzureMachine)
+	if !ok || m == nil {
+		return nil, "", false
+	}
+	s := m.Spec.DeepCopy()
+	pid := ptr.Deref(s.ProviderID, "")
+	s.ProviderID = nil
+	return s, pid, true
+}
+
+// SplitInfraMachineTemplate returns the machine spec of an AzureMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	t, ok := obj.(*capzv1.AzureMachineTemplate)
+	if !ok || t == nil {
+		return nil, false
+	}
+	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
+		r.Warn(path.Child("template", "metadata"), "labels and annotations for the AzureMachines are dropped: the Machine API has no InfraMachines to put them on")
+	}
+	s := t.Spec.Template.Spec.DeepCopy()
+	if s.ProviderID != nil && *s.ProviderID != "" {
+		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), *s.ProviderID, "a machine template cannot name one virtual machine"))
+	}
+	s.ProviderID = nil
+	return s, true
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errNotAzureSpec = constError("azure: the InfraMachine spec is not an AzureMachineSpec")

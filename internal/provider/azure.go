@@ -1,0 +1,92 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	capzv1 "sigs.k8s.io/cluster-api-provider-azure/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/convert/providers/azure"
+)
+
+// Azure is Microsoft Azure through the Cluster API Provider Azure (CAPZ, v1beta1). The
+// Infrastructure object names the resource groups but no region and no subscription, so the
+// conversion context also needs the Cluster's AzureCluster.
+func Azure() Provider {
+	return Provider{
+		Name:                   "azure",
+		ProviderSpecKinds:      []string{azure.ProviderSpecKind},
+		InfraMachine:           capzv1.GroupVersion.WithKind("AzureMachine"),
+		InfraMachineTemplate:   capzv1.GroupVersion.WithKind("AzureMachineTemplate"),
+		InfraCluster:           capzv1.GroupVersion.WithKind("AzureCluster"),
+		InfraMachineFinalizers: []string{capzv1.MachineFinalizer},
+		PlatformTypes:          []configv1.PlatformType{configv1.AzurePlatformType},
+		NewContext:             azureContext,
+
+		AddToScheme: capzv1.AddToScheme,
+		NewPlatform: func(region string) (convert.Platform, error) {
+			p, err := azure.New(region)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		RegionOf: func(obj client.Object) string {
+			if c, ok := obj.(*capzv1.AzureCluster); ok {
+				return c.Spec.Location
+			}
+			return "" // the Infrastructure names no Azure region
+		},
+		SpecRegion: func(raw []byte) string {
+			var t struct {
+				Location string `json:"location"`
+			}
+			_ = json.Unmarshal(raw, &t) // a malformed value names no region; conversion reports it
+			return t.Location
+		},
+		MatchesKindlessSpec: func(raw []byte) bool {
+			var t struct {
+				VMSize json.RawMessage `json:"vmSize"`
+				OSDisk json.RawMessage `json:"osDisk"`
+			}
+			_ = json.Unmarshal(raw, &t) // a malformed value has neither; conversion reports it
+			return len(t.VMSize) > 0 || len(t.OSDisk) > 0
+		},
+		ApplyClusterObject: func(p convert.Platform, obj client.Object) convert.Platform {
+			ap, ok := p.(azure.Platform)
+			if !ok {
+				return p
+			}
+			switch o := obj.(type) {
+			case *configv1.Infrastructure:
+				return ap.WithInfrastructure(o)
+			case *capzv1.AzureCluster:
+				return ap.WithAzureCluster(o)
+			}
+			return p
+		},
+	}
+}
+
+// azureContext builds the context from the Infrastructure (cluster name, resource groups)
+// and the Cluster's AzureCluster (location, subscription, virtual network, node outbound
+// load balancer), which is required: without it no Machine on Azure can be converted.
+func azureContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	ac := &capzv1.AzureCluster{}
+	if err := InfraCluster(ctx, c, ns, name, ac, "AzureCluster"); err != nil {
+		return convert.Context{}, fmt.Errorf("azure: the cluster's location and subscription come from its AzureCluster: %w", err)
+	}
+	p, err := azure.FromAzureCluster(ac)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	return convert.Context{ClusterName: name, Platform: p.WithInfrastructure(infra).WithAzureCluster(ac)}, nil
+}
