@@ -22,7 +22,7 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		return nil, convert.MachineValues{}
 	}
 	var mv convert.MachineValues
-	checkTypeMeta(ps.APIVersion, ps.Kind, path, r)
+	convert.CheckTypeMeta(ps.APIVersion, ps.Kind, convert.SpecType{APIVersion: mapiv1.GroupVersion.String(), Legacy: legacyAPIVersion, Kind: ProviderSpecKind}, path, r)
 	if !reflect.ValueOf(ps.ObjectMeta).IsZero() {
 		r.Warn(path.Child("metadata"), "ignored by the Machine API and dropped")
 	}
@@ -70,28 +70,6 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		out.Identity, out.UserAssignedIdentities = p.identityToCAPZ(&ps, path.Child("managedIdentity"), r)
 	}
 	return out, mv
-}
-
-// checkTypeMeta reads the providerSpec's type. The actuator decodes the value whatever
-// apiVersion it names, so an unexpected apiVersion is a warning; the kind decides the
-// platform and must be right.
-func checkTypeMeta(apiVersion, kind string, path *field.Path, r *convert.Report) {
-	switch apiVersion {
-	case mapiv1.GroupVersion.String():
-	case legacyAPIVersion:
-		r.Warn(path.Child("apiVersion"), "legacy apiVersion; converting back writes %s", mapiv1.GroupVersion)
-	case "":
-		r.Warn(path.Child("apiVersion"), "unset; read as %s", mapiv1.GroupVersion)
-	default:
-		r.Warn(path.Child("apiVersion"), "%q is not %s; the Machine API ignores the apiVersion, and converting back writes %s", apiVersion, mapiv1.GroupVersion, mapiv1.GroupVersion)
-	}
-	switch kind {
-	case ProviderSpecKind:
-	case "":
-		r.Warn(path.Child("kind"), "unset; read as %s", ProviderSpecKind)
-	default:
-		r.Error(field.NotSupported(path.Child("kind"), kind, []string{ProviderSpecKind}))
-	}
 }
 
 // checkUserDataNamespace: the actuator reads the user data secret from the Machine's own

@@ -22,7 +22,7 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		return nil, convert.MachineValues{}
 	}
 	var mv convert.MachineValues
-	checkTypeMeta(ps.APIVersion, ps.Kind, path, r)
+	convert.CheckTypeMeta(ps.APIVersion, ps.Kind, convert.SpecType{APIVersion: mapov1.GroupVersion.String(), Legacy: "openstackproviderconfig.openshift.io/v1alpha1", Kind: ProviderSpecKind}, path, r)
 	if !reflect.ValueOf(ps.ObjectMeta).IsZero() {
 		r.Warn(path.Child("metadata"), "ignored by the Machine API and dropped")
 	}
@@ -74,25 +74,6 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		r.Warn(path.Child("primarySubnet"), "dropped: deprecated and ignored by the Machine API")
 	}
 	return out, mv
-}
-
-// checkTypeMeta reads the providerSpec's type: the kind decides the platform and must be
-// right; the Machine API's OpenStack actuator reads the value whatever apiVersion it names.
-func checkTypeMeta(apiVersion, kind string, path *field.Path, r *convert.Report) {
-	switch apiVersion {
-	case mapov1.GroupVersion.String():
-	case "":
-		r.Warn(path.Child("apiVersion"), "unset; read as %s", mapov1.GroupVersion)
-	default:
-		r.Warn(path.Child("apiVersion"), "%q is not %s; the Machine API ignores the apiVersion, and converting back writes %s", apiVersion, mapov1.GroupVersion, mapov1.GroupVersion)
-	}
-	switch kind {
-	case ProviderSpecKind:
-	case "":
-		r.Warn(path.Child("kind"), "unset; read as %s", ProviderSpecKind)
-	default:
-		r.Error(field.NotSupported(path.Child("kind"), kind, []string{ProviderSpecKind}))
-	}
 }
 
 // checkSecretNamespace accepts a secret namespace that is the Machine API namespace, which
