@@ -23,6 +23,11 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return applyCRDs(ctx, cfg, crds)
+}
+
+// applyCRDs creates or updates crds and waits until each is Established and served.
+func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) (int, error) {
 	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return 0, err

@@ -10,11 +10,8 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
 
@@ -142,32 +139,5 @@ func InstallModuleCRDs(ctx context.Context, cfg *rest.Config, dir string, kinds 
 	if err != nil {
 		return 0, err
 	}
-	cs, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
-	api := cs.ApiextensionsV1().CustomResourceDefinitions()
-	for _, c := range crds {
-		existing, err := api.Get(ctx, c.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = api.Create(ctx, c, metav1.CreateOptions{})
-		case err == nil:
-			c.ResourceVersion = existing.ResourceVersion
-			_, err = api.Update(ctx, c, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return 0, fmt.Errorf("installing CRD %s: %w", c.Name, err)
-		}
-	}
-	for _, c := range crds {
-		if err := waitServed(ctx, api, dc, c); err != nil {
-			return 0, err
-		}
-	}
-	return len(crds), nil
+	return applyCRDs(ctx, cfg, crds)
 }

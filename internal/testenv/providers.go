@@ -13,11 +13,11 @@ import (
 	"github.com/machina-dev/machina/internal/provider"
 )
 
-// installProviderCRDs installs, from the Go module that holds each provider's API types (the
+// InstallProviderCRDs installs, from the Go module that holds each provider's API types (the
 // one go.mod pins), the CRDs of its InfraMachine, InfraMachineTemplate and InfraCluster kinds
 // as the provider's release labels them. It is for platforms whose CRDs the lab does not
 // embed (config/crd/upstream has the Cluster API AWS provider's only).
-func installProviderCRDs(t testing.TB, l *lab.Lab, ps []provider.Provider) {
+func InstallProviderCRDs(t testing.TB, l *lab.Lab, ps ...provider.Provider) {
 	t.Helper()
 	for _, p := range ps {
 		dir, err := providerModuleDir(p)

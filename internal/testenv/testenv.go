@@ -82,7 +82,7 @@ func Start(t testing.TB, o Options) *Env {
 	t.Helper()
 	l := labtest.Start(t, labtest.WithControllerManager())
 	setupLogging(t, filepath.Join(l.Dir, "logs", "manager.log"))
-	installProviderCRDs(t, l, o.ProviderCRDs)
+	InstallProviderCRDs(t, l, o.ProviderCRDs...)
 	c, err := client.New(l.Config, client.Options{Scheme: registryScheme(t)})
 	if err != nil {
 		t.Fatal(err)
