@@ -8,7 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// expectationTTL bounds how long a MachineSet waits for its cache to show its own writes.
+// expectationTTL bounds how long a MachineSet waits for its cache to show its own writes,
+// counted from the last one it saw: a scale-up of thousands takes minutes to write, and the
+// expectations must not lapse while the writes are still arriving (the next pass, working
+// from a cache a few seconds behind, would create Machines beyond spec.replicas and then
+// delete them).
 const expectationTTL = time.Minute
 
 // expectations remember how many Machine creations and deletions a MachineSet is waiting to
@@ -17,24 +21,26 @@ const expectationTTL = time.Minute
 // they are empty, and the manager's caches are fully synced before any reconcile, so
 // correctness never depends on them.
 type expectations struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]*expected
+	mu  sync.Mutex
+	m   map[types.NamespacedName]*expected
+	now func() time.Time
 }
 
 type expected struct {
 	adds, dels int
-	at         time.Time
-	deleting   map[types.UID]bool
+	// at is when the expectation was set or last moved.
+	at       time.Time
+	deleting map[types.UID]bool
 }
 
 func newExpectations() *expectations {
-	return &expectations{m: map[types.NamespacedName]*expected{}}
+	return &expectations{m: map[types.NamespacedName]*expected{}, now: time.Now}
 }
 
 func (e *expectations) expect(key types.NamespacedName, adds, dels int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.m[key] = &expected{adds: adds, dels: dels, at: time.Now(), deleting: map[types.UID]bool{}}
+	e.m[key] = &expected{adds: adds, dels: dels, at: e.now(), deleting: map[types.UID]bool{}}
 }
 
 func (e *expectations) satisfied(key types.NamespacedName) bool {
@@ -44,7 +50,7 @@ func (e *expectations) satisfied(key types.NamespacedName) bool {
 	if !ok {
 		return true
 	}
-	if (x.adds <= 0 && x.dels <= 0) || time.Since(x.at) > expectationTTL {
+	if (x.adds <= 0 && x.dels <= 0) || e.now().Sub(x.at) > expectationTTL {
 		delete(e.m, key)
 		return true
 	}
@@ -62,6 +68,7 @@ func (e *expectations) observeDelete(key types.NamespacedName, o client.Object) 
 	if x, ok := e.m[key]; ok && !x.deleting[o.GetUID()] {
 		x.deleting[o.GetUID()] = true
 		x.dels--
+		x.at = e.now()
 	}
 }
 
@@ -77,6 +84,7 @@ func (e *expectations) lower(key types.NamespacedName, add bool) {
 		} else {
 			x.dels--
 		}
+		x.at = e.now()
 	}
 }
 
