@@ -31,7 +31,11 @@ type descendants struct {
 }
 
 func (r *Reconciler) listDescendants(ctx context.Context, cl *clusterv1.Cluster) (*descendants, error) {
-	opts := []client.ListOption{client.InNamespace(cl.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cl.Name}}
+	// Read only, for counts and conditions: the cached objects are shared, not copied (the
+	// Cluster is looked at on its Machines' changes; deep copies of every Machine on each
+	// pass were a seventh of the manager's CPU at 3000 Machines).
+	opts := []client.ListOption{client.InNamespace(cl.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cl.Name},
+		client.UnsafeDisableDeepCopy}
 	var mds clusterv1.MachineDeploymentList
 	var mss clusterv1.MachineSetList
 	var mps clusterv1.MachinePoolList
