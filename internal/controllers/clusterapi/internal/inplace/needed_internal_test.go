@@ -12,7 +12,7 @@ import (
 // needed answers what Apply would, and leaves the Machine (possibly the cache's) alone.
 func TestNeededAgreesWithApplyAndChangesNothing(t *testing.T) {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Labels: map[string]string{"team": "red"}},
-		Spec: clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To[int32](5)}},
+		Spec:   clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To[int32](5)}},
 		Status: clusterv1.MachineStatus{Phase: "Running"}}
 	for _, tc := range []struct {
 		name string
