@@ -73,6 +73,10 @@ func testIdentity(e *testenv.Env) {
 		{"infrastructure.cluster.x-k8s.io", "gcpmachines/status", "patch", "", true},     // config/gcp, aggregated
 		{"infrastructure.cluster.x-k8s.io", "azuremachinetemplates", "create", "", true}, // config/azure, aggregated
 		{"infrastructure.cluster.x-k8s.io", "azureclusters", "delete", "", false},
+		{"infrastructure.cluster.x-k8s.io", "ibmpowervsmachinetemplates", "create", "", true}, // config/powervs, aggregated
+		{"infrastructure.cluster.x-k8s.io", "ibmpowervsmachines/status", "patch", "", true},
+		{"infrastructure.cluster.x-k8s.io", "ibmpowervsclusters", "delete", "", false},
+		{"infrastructure.cluster.x-k8s.io", "ibmvpcmachines", "get", "", false}, // CAPIBM's VPC kinds are not converted
 		{"infrastructure.cluster.x-k8s.io", "awsclusters", "delete", "", false},
 		{"infrastructure.cluster.x-k8s.io", "awsmanagedclusters", "get", "", false}, // no provider role for it
 		{"apps", "deployments", "list", "", false},

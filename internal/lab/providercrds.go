@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 )
 
 // ModuleDir is the directory of the Go module that provides package pkg, as the build of the
@@ -34,23 +36,36 @@ func ModuleDir(pkg string) (string, error) {
 }
 
 // crdKustomization is what ModuleCRDs reads of a provider's config/crd/kustomization.yaml:
-// the labels it adds to every CRD (either kustomize form) and its patch files.
+// the labels it adds to every CRD (either kustomize form) and its patches, from files or
+// inline with a target (how CAPIBM labels its PowerVS CRDs with their contract version).
 type crdKustomization struct {
 	CommonLabels map[string]string `json:"commonLabels"`
 	Labels       []struct {
 		Pairs map[string]string `json:"pairs"`
 	} `json:"labels"`
 	Patches []struct {
-		Path string `json:"path"`
+		Path   string `json:"path"`
+		Patch  string `json:"patch"`
+		Target *struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"target"`
 	} `json:"patches"`
 	PatchesStrategicMerge []string `json:"patchesStrategicMerge"`
+}
+
+// crdPatch is what labelsFor reads of a patch: the CRD it names and its labels.
+type crdPatch struct {
+	Kind     string            `json:"kind"`
+	Metadata metav1.ObjectMeta `json:"metadata"`
 }
 
 // ModuleCRDs reads the CRDs of kinds from a Cluster API provider's module checked out at dir
 // (config/crd/bases), with the labels its config/crd kustomization gives them: the
 // kustomization's own labels and those of its patches that name the CRD (how CAPZ declares
-// contract versions). Nothing else of a patch is taken: the conversion-webhook patches need
-// the provider's webhook server, which the lab does not run.
+// contract versions) or whose target matches it (CAPIBM's inline patches). Nothing else of a
+// patch is taken: the conversion-webhook patches need the provider's webhook server, which the
+// lab does not run.
 func ModuleCRDs(dir string, kinds ...schema.GroupKind) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crdDir := filepath.Join(dir, "config", "crd")
 	var kust crdKustomization
@@ -109,13 +124,32 @@ func (k crdKustomization) labelsFor(crdDir, name string) (map[string]string, err
 	}
 	paths := slices.Clone(k.PatchesStrategicMerge)
 	for _, p := range k.Patches {
-		paths = append(paths, p.Path)
+		switch {
+		case p.Path != "":
+			paths = append(paths, p.Path)
+		case p.Patch != "":
+			var patch crdPatch
+			if err := yaml.Unmarshal([]byte(p.Patch), &patch); err != nil {
+				return nil, fmt.Errorf("%s: an inline patch: %w", crdDir, err)
+			}
+			matches := patch.Kind == "CustomResourceDefinition" && patch.Metadata.Name == name
+			if t := p.Target; t != nil {
+				// kustomize matches a target's name as a regular expression of the whole name.
+				re, err := regexp.Compile("^(?:" + t.Name + ")$")
+				if err != nil {
+					return nil, fmt.Errorf("%s: a patch target: %w", crdDir, err)
+				}
+				matches = (t.Kind == "" || t.Kind == "CustomResourceDefinition") && re.MatchString(name)
+			}
+			if matches {
+				for key, v := range patch.Metadata.Labels {
+					labels[key] = v
+				}
+			}
+		}
 	}
 	for _, p := range paths {
-		var patch struct {
-			Kind     string            `json:"kind"`
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
+		var patch crdPatch
 		if err := readManifest(filepath.Join(crdDir, p), &patch); err != nil {
 			if os.IsNotExist(err) {
 				continue // listed but not shipped in the module: nothing to take from it

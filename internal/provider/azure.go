@@ -7,6 +7,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	capzv1 "sigs.k8s.io/cluster-api-provider-azure/api/v1beta1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/convert"
@@ -24,8 +25,11 @@ func Azure() Provider {
 		InfraMachineTemplate:   capzv1.GroupVersion.WithKind("AzureMachineTemplate"),
 		InfraCluster:           capzv1.GroupVersion.WithKind("AzureCluster"),
 		InfraMachineFinalizers: []string{capzv1.MachineFinalizer},
-		PlatformTypes:          []configv1.PlatformType{configv1.AzurePlatformType},
-		NewContext:             azureContext,
+		// CAPZ v1.26 writes no Paused condition; its AzureMachine controller adds this
+		// annotation in every normal pass and removes it in the pass that sees the pause.
+		PauseAckAnnotation: clusterctlv1.BlockMoveAnnotation,
+		PlatformTypes:      []configv1.PlatformType{configv1.AzurePlatformType},
+		NewContext:         azureContext,
 
 		AddToScheme: capzv1.AddToScheme,
 		NewPlatform: func(region string) (convert.Platform, error) {

@@ -40,6 +40,12 @@ type Provider struct {
 	// InfraMachines. When the Machine API takes a Machine back they are removed from the
 	// paused InfraMachine: its controller no longer acts on it and would hold its deletion.
 	InfraMachineFinalizers []string
+	// PauseAckAnnotation is, for a provider whose controller writes no Paused condition, an
+	// annotation it keeps on every InfraMachine it acts on and removes in the pass that finds
+	// the InfraMachine paused: its absence from a paused InfraMachine carrying one of
+	// InfraMachineFinalizers acknowledges the pause (how clusterctl move reads CAPZ's
+	// clusterctl.cluster.x-k8s.io/block-move). Empty: only a Paused condition acknowledges.
+	PauseAckAnnotation string
 	// PlatformTypes are the Infrastructure status.platformStatus.type values of clusters
 	// running on this platform.
 	PlatformTypes []configv1.PlatformType
@@ -137,9 +143,10 @@ func prefixed(prefix string, ss []string) []string {
 	return out
 }
 
-// Builtin returns the platforms built into machina: the simulated cloud, AWS, OpenStack, GCP and Azure.
+// Builtin returns the platforms built into machina: the simulated cloud, AWS, OpenStack, GCP,
+// Azure and PowerVS.
 func Builtin() *Registry {
-	r, err := NewRegistry(Sim(), AWS(), OpenStack(), GCP(), Azure())
+	r, err := NewRegistry(Sim(), AWS(), OpenStack(), GCP(), Azure(), PowerVS())
 	if err != nil {
 		panic(err) // a programming error in this package, caught by its tests
 	}

@@ -35,7 +35,7 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 	for _, f := range s.infraFinalizers {
 		acted = acted || controllerutil.ContainsFinalizer(u, f)
 	}
-	if ok, why, err := pausedCondition(u, acted); err != nil || !ok {
+	if ok, why, err := pausedCondition(u, acted, s.infraPauseAck); err != nil || !ok {
 		return ok, why, err
 	}
 	// The instance the provider recorded (perhaps while acknowledging the pause) must have
@@ -47,9 +47,10 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 }
 
 // pausedCondition reads the Paused condition of a Cluster API object in either condition
-// form. acted says whether the object's controller has acted on it (then a missing
-// condition is not an acknowledgement).
-func pausedCondition(u *unstructured.Unstructured, acted bool) (bool, string, error) {
+// form. acted says whether the object's controller has acted on it: then a missing
+// condition is not an acknowledgement, unless the controller acknowledges by removing
+// ackAnnotation (provider.Provider.PauseAckAnnotation) and has removed it.
+func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation string) (bool, string, error) {
 	what := fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
 	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil {
@@ -68,8 +69,13 @@ func pausedCondition(u *unstructured.Unstructured, acted bool) (bool, string, er
 		}
 		return true, "", nil
 	}
-	if acted {
+	switch _, marked := u.GetAnnotations()[ackAnnotation]; {
+	case !acted:
+		return true, "", nil
+	case ackAnnotation == "":
 		return false, what + " has no Paused condition yet although its provider has acted on it", nil
+	case marked:
+		return false, fmt.Sprintf("%s still carries %s, which its provider removes once it has seen the pause", what, ackAnnotation), nil
 	}
 	return true, "", nil
 }

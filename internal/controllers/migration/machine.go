@@ -84,7 +84,7 @@ func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) err
 	infra, p, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
 	if infra != nil {
-		s.infra, s.infraFinalizers, s.infraGVK = infra, p.InfraMachineFinalizers, p.InfraMachine
+		s.infra, s.infraFinalizers, s.infraGVK, s.infraPauseAck = infra, p.InfraMachineFinalizers, p.InfraMachine, p.PauseAckAnnotation
 	}
 	return err
 }
@@ -96,6 +96,8 @@ type machineSubject struct {
 	// infraFinalizers are the finalizers the InfraMachine's provider controller sets.
 	infraFinalizers []string
 	infraGVK        schema.GroupVersionKind
+	// infraPauseAck is the provider's PauseAckAnnotation (provider.Provider).
+	infraPauseAck string
 }
 
 func (s *machineSubject) mapiObject() client.Object               { return s.mapi }

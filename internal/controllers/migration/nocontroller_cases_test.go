@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -303,11 +304,13 @@ func testUncontrolledFromClusterAPI(t *testing.T, l *uncontrolledLab, p platform
 //
 // Back to the Machine API, the handover waits for the InfraMachine's provider to report
 // Paused=True: it has the provider's finalizer, so the provider may have acted. Nothing here
-// reports it, and the test does not play it: none of the table's providers writes a Paused
+// reports it, and the test does not play it: most of the table's providers write no Paused
 // condition on a paused InfraMachine (CAPO v0.13.0's OpenStackMachine and CAPG v1.13.1's
 // GCPMachine controllers return at once; CAPZ v1.26.0's AzureMachine controller pauses its
 // Azure service operator resources and writes no condition), so with the real provider this
-// handover waits the same way. The test checks the wait names the InfraMachine and rolls back.
+// handover waits the same way. (CAPIBM v0.14.0's IBMPowerVSMachine controller does write it,
+// with the Cluster API's paused helper; with it running, this handover would complete.) The
+// test checks the wait names the InfraMachine and rolls back.
 // Deleting the Cluster API-authoritative Machine then waits on the provider's finalizer,
 // which the provider removes once it finds no instance to delete (none was ever created);
 // the test removes it as the provider would.
@@ -336,6 +339,10 @@ func testUncontrolledHandover(t *testing.T, l *uncontrolledLab, p platformLab) {
 			im.GetKind(), hasPaused(im), im.GetFinalizers())
 	}
 
+	if ack := p.provider.PauseAckAnnotation; ack != "" {
+		l.handBackByAnnotation(t, p, name, im, ack)
+		return
+	}
 	request(t, l.e, name, machinev1beta1.MachineAuthorityMachineAPI)
 	l.waitMigrationReason(name, migration.WaitingForPausedReason, p.provider.InfraMachine.Kind+" "+c.Spec.InfrastructureRef.Name)
 	request(t, l.e, name, machinev1beta1.MachineAuthorityClusterAPI)
@@ -354,6 +361,58 @@ func testUncontrolledHandover(t *testing.T, l *uncontrolledLab, p platformLab) {
 	})
 	l.removeFinalizers(im, p.provider.InfraMachineFinalizers...)
 	l.waitGone("both copies", named(&machinev1beta1.Machine{}, mapiNS, name), named(&clusterv1.Machine{}, capiNS, name), l.emptyInfra(p, false, im.GetName()))
+}
+
+// handBackByAnnotation hands a Machine whose InfraMachine its provider has taken over back to
+// the Machine API on a platform whose provider acknowledges a pause by removing an
+// annotation (CAPZ): the test plays that provider, which marks the InfraMachine while it acts
+// on it and unmarks it in the pass that finds it paused. The handover waits for the removal,
+// then completes, taking the provider's finalizer off the paused InfraMachine.
+func (l *uncontrolledLab) handBackByAnnotation(t *testing.T, p platformLab, name string, im *unstructured.Unstructured, ack string) {
+	ctx := context.Background()
+	setAck := func(on bool) {
+		l.e.Eventually(30*time.Second, fmt.Sprintf("%s marked %v", im.GetName(), on), func(ctx context.Context) (bool, string, error) {
+			if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
+				return false, err.Error(), nil
+			}
+			_, err := patch.Locked(ctx, l.c, im, func() bool {
+				a := im.GetAnnotations()
+				if _, has := a[ack]; has == on {
+					return false
+				}
+				if on {
+					a = map[string]string{ack: "true"}
+					maps.Copy(a, im.GetAnnotations())
+				} else {
+					delete(a, ack)
+				}
+				im.SetAnnotations(a)
+				return true
+			})
+			return err == nil, fmt.Sprint(err), nil
+		})
+	}
+	setAck(true)
+	request(t, l.e, name, machinev1beta1.MachineAuthorityMachineAPI)
+	l.waitMigrationReason(name, migration.WaitingForPausedReason, "still carries "+ack)
+	if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil || !hasPaused(im) {
+		t.Fatalf("the %s is not paused while the handover waits on it (err %v)", im.GetKind(), err)
+	}
+	setAck(false)
+	l.waitAuthority(name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
+	if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
+		t.Fatal(err)
+	}
+	if !hasPaused(im) || slices.ContainsFunc(p.provider.InfraMachineFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(im, f) }) {
+		t.Fatalf("after the handback the %s is paused %v with finalizers %v", im.GetKind(), hasPaused(im), im.GetFinalizers())
+	}
+	// The Machine API copy is authoritative now; its finalizer is the (absent) actuator's.
+	m := named(&machinev1beta1.Machine{}, mapiNS, name)
+	if err := l.c.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	l.removeFinalizers(m, machinev1beta1.MachineFinalizer)
+	l.waitGone("both copies", m, named(&clusterv1.Machine{}, capiNS, name), l.emptyInfra(p, false, im.GetName()))
 }
 
 // testUncontrolledBornClusterAPI: a Machine born Cluster API-authoritative has an InfraMachine

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	capzv1 "sigs.k8s.io/cluster-api-provider-azure/api/v1beta1"
 	capgv1 "sigs.k8s.io/cluster-api-provider-gcp/api/v1beta1"
+	capibmv1 "sigs.k8s.io/cluster-api-provider-ibmcloud/api/powervs/v1beta3"
 	capov1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	"github.com/machina-dev/machina/internal/convert/providers/azure"
 	"github.com/machina-dev/machina/internal/convert/providers/gcp"
 	"github.com/machina-dev/machina/internal/convert/providers/openstack"
+	"github.com/machina-dev/machina/internal/convert/providers/powervs"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -97,6 +99,22 @@ func uncontrolledPlatforms() []uncontrolled {
 			sizeField:     []string{"vmSize"},
 			specSizeField: []string{"vmSize"},
 		},
+		{
+			// The IBMPowerVSCluster names the workspace the providerSpec names (as the
+			// installer's do), so Machines given it by name convert.
+			provider: provider.PowerVS(),
+			status: &configv1.PlatformStatus{Type: configv1.PowerVSPlatformType, PowerVS: &configv1.PowerVSPlatformStatus{
+				Region: "dal", Zone: "dal10", ResourceGroup: "powervs-lab-rg"}},
+			infraCluster: func(ns, name string) client.Object {
+				return &capibmv1.IBMPowerVSCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+					Spec: capibmv1.IBMPowerVSClusterSpec{ServiceInstance: &capibmv1.IBMPowerVSResourceReference{Name: ptr.To(name + "-power-iaas")},
+						Zone: ptr.To("dal10"), Network: capibmv1.IBMPowerVSResourceReference{RegEx: ptr.To("^DHCPSERVER.*" + name + ".*_Private$")}}}
+			},
+			spec:          powervsSpec,
+			sizes:         [2]string{"s922", "e980"},
+			sizeField:     []string{"systemType"},
+			specSizeField: []string{"systemType"},
+		},
 	}
 }
 
@@ -154,6 +172,23 @@ func azureSpec(cluster, vmSize string) *runtime.RawExtension {
 		"publicLoadBalancer": cluster, "subnet": cluster + "-worker-subnet", "vnet": cluster + "-vnet",
 		"userDataSecret": map[string]any{"name": "worker-user-data"},
 		"vmSize":         vmSize, "zone": "1",
+	})
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// powervsSpec is a worker providerSpec as the OpenShift installer writes it on PowerVS: the
+// cluster's workspace and RHCOS image by name, its DHCP network by regular expression.
+func powervsSpec(cluster, systemType string) *runtime.RawExtension {
+	raw, _ := json.Marshal(map[string]any{
+		"apiVersion": "machine.openshift.io/v1", "kind": powervs.ProviderSpecKind,
+		"credentialsSecret": map[string]any{"name": "powervs-credentials"},
+		"image":             map[string]any{"type": "Name", "name": "rhcos-" + cluster},
+		"keyPairName":       cluster + "-key", "memoryGiB": 32,
+		"network":       map[string]any{"type": "RegEx", "regex": "^DHCPSERVER.*" + cluster + ".*_Private$"},
+		"processorType": "Shared", "processors": "0.5",
+		"serviceInstance": map[string]any{"type": "Name", "name": cluster + "-power-iaas"},
+		"systemType":      systemType,
+		"userDataSecret":  map[string]any{"name": "worker-user-data"},
 	})
 	return &runtime.RawExtension{Raw: raw}
 }

@@ -328,6 +328,16 @@ func TestPlatformDetection(t *testing.T) {
 		in:      strings.Replace(machineSet, "VALUE", `{kind: AzureMachineProviderSpec}`, 1) + "---\n" + strings.Replace(openStackInfrastructure, "OpenStack", "Azure", 1),
 		wantErr: "cannot tell the cluster's azure region: the cluster-wide objects given name no azure region; give --region to set it",
 	}, {
+		name: "PowerVS providerSpec kind, which needs no region",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{kind: PowerVSMachineProviderConfig, serviceInstance: {type: ID, id: w}, image: {type: Name, name: rhcos}}`, 1),
+		want: "spec.template.spec.providerSpec.value.network.type: Required value",
+	}, {
+		name: "kindless providerSpec with a keyPairName is PowerVS",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{keyPairName: k}`, 1),
+		want: "kind: unset; read as PowerVSMachineProviderConfig",
+	}, {
 		name: "the Infrastructure's platform reads a kindless providerSpec",
 		reg:  builtin,
 		in:   strings.Replace(machineSet, "VALUE", `{image: rhcos, userDataSecret: {name: u}}`, 1) + "---\n" + openStackInfrastructure,
@@ -352,7 +362,7 @@ func TestPlatformDetection(t *testing.T) {
 		reg:     builtin,
 		in:      "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata: {name: m, namespace: openshift-cluster-api}\nspec:\n  clusterName: c1\n  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachine, name: m}\n",
 		opts:    document.Options{Region: "r1"},
-		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, AzureMachine, AzureMachineTemplate, GCPMachine, GCPMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, SimMachine and SimMachineTemplate",
+		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, AzureMachine, AzureMachineTemplate, GCPMachine, GCPMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, IBMPowerVSMachine, IBMPowerVSMachineTemplate, SimMachine and SimMachineTemplate",
 	}, {
 		name:    "two platforms in one input",
 		reg:     reg,
