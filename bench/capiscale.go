@@ -26,11 +26,16 @@ import (
 // points at the lab itself) is provisioned first. With MACHINA_DEBUG_WRITES=1 the manager
 // logs every write, and the row ends with the writes per Machine by resource.
 func capiScale(n int) (result, error) {
-	e, err := startEnv("clusterapi,sim")
+	e, err := startEnv(capiScaleGroups())
 	if err != nil {
 		return result{}, err
 	}
 	defer e.stop()
+	report, stopExtra, err := extraControllers(e)
+	defer stopExtra()
+	if err != nil {
+		return result{}, err
+	}
 	ctx := context.Background()
 	const ns, name = "default", "bench"
 	kubeconfig, err := os.ReadFile(e.lab.KubeconfigPath)
@@ -123,7 +128,7 @@ func capiScale(n int) (result, error) {
 		return result{}, err
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: writeBreakdown(e, logStart, n)}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n)}, nil
 }
 
 func logSize(e *env) int64 {

@@ -282,8 +282,12 @@ func (e *env) stop() {
 }
 
 // managerWrites sums the manager's own mutating API requests from its client metrics.
-func (e *env) managerWrites() (int64, error) {
-	resp, err := http.Get("http://" + e.metricsAddr + "/metrics")
+func (e *env) managerWrites() (int64, error) { return writesAt("http://" + e.metricsAddr + "/metrics") }
+
+// writesAt sums the mutating API requests of the controller manager whose metrics are at url
+// (controller-runtime's rest_client_requests_total).
+func writesAt(url string) (int64, error) {
+	resp, err := http.Get(url)
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,8 @@
 //	go run ./bench mapi-scale -n 100 -n 1000
 //	go run ./bench mapi-scale -platform aws -n 100  # the same through the AWS actuator and the EC2 front
 //	go run ./bench capi-scale -n 1000
+//	go run ./bench capi-scale -core upstream -n 1000  # the simulated provider under the upstream Cluster API core
+//	go run ./bench capi-scale -core upstream -provider trivial -n 1000  # the upstream core's own floor
 //	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
 //	go run ./bench migrate -platform aws -n 100  # the same with AWS Machines, until the upstream CAPA controller has taken them
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
@@ -60,7 +62,19 @@ func main() {
 	fs.DurationVar(&heartbeat, "heartbeat", lab.KubeletHeartbeatInterval, "how often the simulated kubelets renew their Node Leases: the lab's "+
 		lab.KubeletHeartbeatInterval.String()+" (tests see node failure within seconds) or, say, 10s as in a production cluster, "+
 		"whose Node grace period (4× this) the lab then uses too; at a thousand Nodes the lab's cadence alone is 500 Lease writes a second")
+	fs.StringVar(&core, "core", "machina", "capi-scale: whose Cluster API core controllers run, machina's or \"upstream\" (the Cluster API "+
+		lab.ClusterctlVersion+" core manager, built once from the pinned module into the lab's cache)")
+	fs.StringVar(&infraProvider, "provider", "sim", "capi-scale: the infrastructure provider, machina's simulated one or \"trivial\" "+
+		"(a Node and a providerID per SimMachine at once, no cloud, no kubelet: what the core alone costs)")
 	_ = fs.Parse(args)
+	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {
+		fmt.Fprintf(os.Stderr, "bench %s: -core is machina or upstream, -provider sim or trivial\n", scenario)
+		os.Exit(2)
+	}
+	if (core != "machina" || infraProvider != "sim") && scenario != "capi-scale" {
+		fmt.Fprintf(os.Stderr, "bench %s: -core and -provider are capi-scale's\n", scenario)
+		os.Exit(2)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	if platform != "sim" && !platformScenarios[scenario] {
 		fmt.Fprintf(os.Stderr, "bench %s: -platform %s: only mapi-scale and migrate run on another platform than sim\n", scenario, platform)

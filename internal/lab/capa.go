@@ -2,11 +2,9 @@ package lab
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/machina-dev/machina/internal/certs"
 	"github.com/machina-dev/machina/internal/cloud/ec2"
 )
 
@@ -200,15 +197,7 @@ func (c *CAPA) writeCredentials(dir string) error {
 	if err := WriteKubeconfig(c.KubeconfigPath, cfg, "machina-lab"); err != nil {
 		return err
 	}
-	certPEM, keyPEM, err := c.lab.pki.ca.Sign(certs.Leaf{CommonName: "capa-webhook-service", DNSNames: []string{"localhost"},
-		IPs: []net.IP{net.ParseIP("127.0.0.1")}, Usage: x509.ExtKeyUsageServerAuth})
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(certDir, "tls.crt"), certPEM, 0o600)
+	return c.lab.writeServingCert(certDir, "capa-webhook-service")
 }
 
 // launch starts the manager on fresh ports (health, diagnostics, webhooks) and waits for

@@ -12,20 +12,21 @@ import (
 // sigs.k8s.io/cluster-api version machina's go.mod pins (a test checks).
 const ClusterctlVersion = "v1.14.2"
 
-// clusterctl is built from its own module: its command-line dependencies are not machina's.
+// clusterctl and the core controllers (capicore.go) are built from one module of their own:
+// their dependencies are not machina's.
 var (
-	//go:embed clusterctlmod/go.mod.txt
-	clusterctlGoMod []byte
-	//go:embed clusterctlmod/go.sum.txt
-	clusterctlGoSum []byte
+	//go:embed clusterapimod/go.mod.txt
+	clusterAPIGoMod []byte
+	//go:embed clusterapimod/go.sum.txt
+	clusterAPIGoSum []byte
 )
 
 // clusterctlBuild builds clusterctl.
 var clusterctlBuild = moduleBuild{
 	what:     "clusterctl " + ClusterctlVersion,
 	version:  "clusterctl-" + ClusterctlVersion,
-	goMod:    clusterctlGoMod,
-	goSum:    clusterctlGoSum,
+	goMod:    clusterAPIGoMod,
+	goSum:    clusterAPIGoSum,
 	out:      "bin",
 	estimate: "this happens once per version",
 	complete: func(dir string) error { return allExecutable(filepath.Join(dir, "clusterctl")) },

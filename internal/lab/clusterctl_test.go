@@ -18,7 +18,7 @@ func TestClusterctlVersionMatchesGoMod(t *testing.T) {
 		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?sigs\.k8s\.io/cluster-api (v\S+)`)
-	for name, mod := range map[string][]byte{"go.mod": mainMod, "clusterctlmod/go.mod.txt": clusterctlGoMod} {
+	for name, mod := range map[string][]byte{"go.mod": mainMod, "clusterapimod/go.mod.txt": clusterAPIGoMod} {
 		m := re.FindSubmatch(mod)
 		if m == nil {
 			t.Fatalf("%s does not require sigs.k8s.io/cluster-api", name)

@@ -74,7 +74,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines), builder.WithPredicates(gate.ClusterChanged)).
 		// Workload clusters are read without watches; a self-hosted one (the lab) also
 		// reports its Nodes here, and their changes bring the Machine back at once.
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine), builder.WithPredicates(gate.NodeChanged)).
 		// A template change of a MachineSet or MachineDeployment changes its Machines' UpToDate.
 		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.ownedMachines), builder.WithPredicates(templateChanged)).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.ownedMachines), builder.WithPredicates(templateChanged)).

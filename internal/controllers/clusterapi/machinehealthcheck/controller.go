@@ -31,10 +31,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
@@ -73,29 +71,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&clusterv1.MachineHealthCheck{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks), builder.WithPredicates(gate.ClusterChanged)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeChanged})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks), builder.WithPredicates(gate.NodeChanged)).
 		Complete(r)
-}
-
-// nodeChanged lets through the Node updates a check cares about — a condition changing
-// status, the Machine annotations — and not the heartbeats that only move timestamps.
-func nodeChanged(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1.Node)
-	n, ok2 := e.ObjectNew.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
-	if o.Annotations[machineAnnotation] != n.Annotations[machineAnnotation] || len(o.Status.Conditions) != len(n.Status.Conditions) {
-		return true
-	}
-	for i := range n.Status.Conditions {
-		a, b := o.Status.Conditions[i], n.Status.Conditions[i]
-		if a.Type != b.Type || a.Status != b.Status {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Reconciler) machineToChecks(ctx context.Context, o client.Object) []reconcile.Request {

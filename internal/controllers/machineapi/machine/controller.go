@@ -93,7 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(cmp.Or(r.Name, "machineapi-machine")).
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles))).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine), builder.WithPredicates(gate.NodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -69,7 +70,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("machineapi-machinehealthcheck").
 		For(&machinev1beta1.MachineHealthCheck{}).
 		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks), builder.WithPredicates(gate.NodeChanged)).
 		Complete(r)
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -78,7 +79,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineapi-nodelink").
-		For(&corev1.Node{}).
+		For(&corev1.Node{}, builder.WithPredicates(gate.NodeChanged)).
 		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToNodes)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(r)
