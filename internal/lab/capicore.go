@@ -20,19 +20,7 @@ import (
 
 // capiCoreBuild builds the upstream Cluster API core controller manager (the program of the
 // core provider's image) from the same pinned module as clusterctl.
-var capiCoreBuild = moduleBuild{
-	what:     "the Cluster API core controllers " + ClusterctlVersion,
-	version:  "capi-core-" + ClusterctlVersion,
-	goMod:    clusterAPIGoMod,
-	goSum:    clusterAPIGoSum,
-	out:      "bin",
-	estimate: "this happens once per version",
-	complete: func(dir string) error { return allExecutable(filepath.Join(dir, "capi-manager")) },
-	build: func(ctx context.Context, src, scratch string, start time.Time, progress io.Writer) error {
-		ldflags := "-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=" + ClusterctlVersion
-		return goBuild(ctx, "capi-manager", src, "sigs.k8s.io/cluster-api/core", filepath.Join(scratch, "capi-manager"), ldflags, start, progress)
-	},
-}
+var capiCoreBuild = clusterAPIProgram("the Cluster API core controllers "+ClusterctlVersion, "capi-core", "capi-manager", "sigs.k8s.io/cluster-api/core")
 
 // EnsureCAPICore returns the path of the upstream Cluster API core manager, building it from
 // the pinned module into the cache directory on first use.

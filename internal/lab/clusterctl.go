@@ -22,18 +22,24 @@ var (
 )
 
 // clusterctlBuild builds clusterctl.
-var clusterctlBuild = moduleBuild{
-	what:     "clusterctl " + ClusterctlVersion,
-	version:  "clusterctl-" + ClusterctlVersion,
-	goMod:    clusterAPIGoMod,
-	goSum:    clusterAPIGoSum,
-	out:      "bin",
-	estimate: "this happens once per version",
-	complete: func(dir string) error { return allExecutable(filepath.Join(dir, "clusterctl")) },
-	build: func(ctx context.Context, src, scratch string, start time.Time, progress io.Writer) error {
-		ldflags := "-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=" + ClusterctlVersion
-		return goBuild(ctx, "clusterctl", src, "sigs.k8s.io/cluster-api/cmd/clusterctl", filepath.Join(scratch, "clusterctl"), ldflags, start, progress)
-	},
+var clusterctlBuild = clusterAPIProgram("clusterctl "+ClusterctlVersion, "clusterctl", "clusterctl", "sigs.k8s.io/cluster-api/cmd/clusterctl")
+
+// clusterAPIProgram builds the program of package pkg of the pinned Cluster API module into
+// the cache entry "<key>-<version>-<digest>/bin/<bin>"; what names it in progress lines.
+func clusterAPIProgram(what, key, bin, pkg string) moduleBuild {
+	return moduleBuild{
+		what:     what,
+		version:  key + "-" + ClusterctlVersion,
+		goMod:    clusterAPIGoMod,
+		goSum:    clusterAPIGoSum,
+		out:      "bin",
+		estimate: "this happens once per version",
+		complete: func(dir string) error { return allExecutable(filepath.Join(dir, bin)) },
+		build: func(ctx context.Context, src, scratch string, start time.Time, progress io.Writer) error {
+			ldflags := "-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=" + ClusterctlVersion
+			return goBuild(ctx, bin, src, pkg, filepath.Join(scratch, bin), ldflags, start, progress)
+		},
+	}
 }
 
 // EnsureClusterctl returns the path of the upstream clusterctl binary, building it from the

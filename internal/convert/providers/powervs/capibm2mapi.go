@@ -63,13 +63,9 @@ func (p Platform) serviceInstanceToMAPI(in *capibmv1.IBMPowerVSResourceReference
 	if !ok || out.Name == nil {
 		return out
 	}
-	np := path.Child("name")
-	switch name := *out.Name; {
-	case p.ServiceInstanceName == "":
-		r.Warn(np, "not checked: CAPIBM ignores a Machine's workspace name and uses the IBMPowerVSCluster's, which is not known here (give it with --infrastructure)")
-	case name != p.ServiceInstanceName:
-		r.Error(field.Invalid(np, name, "CAPIBM ignores it and creates the instance in the IBMPowerVSCluster's workspace, "+p.ServiceInstanceName+", where the Machine API would use this one"))
-	}
+	p.checkWorkspaceName(*out.Name, path.Child("name"), r,
+		"not checked: CAPIBM ignores a Machine's workspace name and uses the IBMPowerVSCluster's, which is not known here (give it with --infrastructure)",
+		"CAPIBM ignores it and creates the instance in the IBMPowerVSCluster's workspace, "+p.ServiceInstanceName+", where the Machine API would use this one")
 	return out
 }
 

@@ -76,12 +76,20 @@ func (p Platform) serviceInstanceToCAPIBM(in mapiv1.PowerVSResource, path *field
 	if out == nil || out.Name == nil {
 		return out
 	}
-	np := path.Child("name")
-	switch name := *out.Name; {
-	case p.ServiceInstanceName == "":
-		r.Warn(np, "not checked: CAPIBM creates the instance in the IBMPowerVSCluster's workspace unless given its id, and the IBMPowerVSCluster is not known here (give it with --infrastructure)")
-	case name != p.ServiceInstanceName:
-		r.Error(field.Invalid(np, name, "CAPIBM ignores a Machine's workspace name and creates the instance in the IBMPowerVSCluster's workspace, "+p.ServiceInstanceName+"; give this workspace by ID (type: ID) to convert"))
-	}
+	p.checkWorkspaceName(*out.Name, path.Child("name"), r,
+		"not checked: CAPIBM creates the instance in the IBMPowerVSCluster's workspace unless given its id, and the IBMPowerVSCluster is not known here (give it with --infrastructure)",
+		"CAPIBM ignores a Machine's workspace name and creates the instance in the IBMPowerVSCluster's workspace, "+p.ServiceInstanceName+"; give this workspace by ID (type: ID) to convert")
 	return out
+}
+
+// checkWorkspaceName reports a workspace given by name that CAPIBM would not use (it takes a
+// Machine's own workspace only by id, else the IBMPowerVSCluster's): a warning unknown when
+// that workspace is not known, the error other when the name is not it.
+func (p Platform) checkWorkspaceName(name string, path *field.Path, r *convert.Report, unknown, other string) {
+	switch {
+	case p.ServiceInstanceName == "":
+		r.Warn(path, "%s", unknown)
+	case name != p.ServiceInstanceName:
+		r.Error(field.Invalid(path, name, other))
+	}
 }
