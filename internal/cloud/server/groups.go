@@ -331,8 +331,12 @@ func (s *Server) reconcileGroupLocked(g *group, now time.Time) error {
 		for _, i := range healthy[len(healthy)-extra:] {
 			ids = append(ids, i.ID)
 		}
-		_, err := s.terminateLocked(ids, api.ReasonScalingGroup, s.opts.Delays.ShuttingDown, now, nil)
-		return err
+		if _, err := s.terminateLocked(ids, api.ReasonScalingGroup, s.opts.Delays.ShuttingDown, now, nil); err != nil {
+			return err
+		}
+		// A group above its capacity misses no launch: a failure recorded by the pass before
+		// (a catch-up that met a capacity fault in one zone) is no longer its state.
+		return s.setActivityLocked(g, "")
 	}
 	missing := g.DesiredCapacity - len(healthy)
 	if missing <= 0 {

@@ -116,14 +116,14 @@ func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.M
 // createTemplate creates the InfraMachineTemplate unless it exists, owned by the Cluster API
 // MachineSet when that exists already (adoptTemplate gives a first template its owner).
 func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.MachineSet, tmpl client.Object, capi *clusterv1.MachineSet, pause synccommon.Pause) error {
+	synccommon.SetPaused(tmpl, pause.ForCreate())
+	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name) // adoptTemplate reads it back from tmpl
 	// Templates are named after their spec, so one that exists is the one wanted: read it from
 	// the cache rather than send a create the API server refuses (each pass of a mirrored set
 	// did, 0.5 refused creates per spec change in bench sync-latency).
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl.DeepCopyObject().(client.Object)); !apierrors.IsNotFound(err) {
 		return err
 	}
-	synccommon.SetPaused(tmpl, pause.ForCreate())
-	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name)
 	if capi != nil {
 		tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
 	}
