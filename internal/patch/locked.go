@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,19 +56,11 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	if empty, err := lockOnly(data); empty || err != nil {
 		return false, err
 	}
-	if recent.seen(base.GetUID(), status, data, time.Now()) {
-		return false, nil // stored already; the cache has not caught up (recentWrites)
-	}
 	p := client.RawPatch(types.MergePatchType, data)
 	if status {
-		err = c.Status().Patch(ctx, obj, p)
-	} else {
-		err = c.Patch(ctx, obj, p)
+		return true, c.Status().Patch(ctx, obj, p)
 	}
-	if err == nil {
-		recent.stored(base.GetUID(), status, data, time.Now())
-	}
-	return true, err
+	return true, c.Patch(ctx, obj, p)
 }
 
 // lockOnly reports whether a locked merge patch changes nothing: all it holds is the

@@ -236,39 +236,3 @@ func TestLockOnly(t *testing.T) {
 	}
 }
 
-// A second pass working from a cache that has not seen the first pass's write computes the
-// same patch from the same stale copy: it is not sent again. A different change from that
-// stale copy is sent, and the API server's conflict stands.
-func TestStoreSkipsThePatchItJustStored(t *testing.T) {
-	ctx := context.Background()
-	var w writes
-	m := storedMachine()
-	m.UID = "uid-skip-test"
-	c := fakeClient(t, m, &w)
-	stale := read(t, c)
-	change := func(phase string) (*clusterv1.Machine, *clusterv1.Machine) {
-		obj, base := stale.DeepCopy(), stale.DeepCopy()
-		obj.Status.Phase = phase
-		return obj, base
-	}
-	obj, base := change("Running")
-	if err := StoreStatus(ctx, c, obj, base); err != nil || w.status != 1 {
-		t.Fatalf("first store: err %v, status writes %d; want one write", err, w.status)
-	}
-	obj, base = change("Running")
-	if err := StoreStatus(ctx, c, obj, base); err != nil || w.status != 1 {
-		t.Fatalf("the same patch again: err %v, status writes %d; want it skipped", err, w.status)
-	}
-	obj, base = change("Failed")
-	if err := StoreStatus(ctx, c, obj, base); !apierrors.IsConflict(err) || w.status != 2 {
-		t.Fatalf("another change from the stale copy: err %v, status writes %d; want it sent and refused", err, w.status)
-	}
-	if got := read(t, c); got.Status.Phase != "Running" {
-		t.Errorf("stored phase %q, want Running", got.Status.Phase)
-	}
-	// The main resource is remembered apart from the status: the same patch there is sent.
-	obj, base = change("Running")
-	if err := Store(ctx, c, obj, base); !apierrors.IsConflict(err) || w.main != 1 {
-		t.Fatalf("the same patch to the main resource: err %v, writes %d; want it sent and refused", err, w.main)
-	}
-}
