@@ -235,4 +235,3 @@ func TestLockOnly(t *testing.T) {
 		}
 	}
 }
-
