@@ -90,6 +90,33 @@ func marksControlPlane(p Platform) bool {
 	return ok && m.MarksControlPlane()
 }
 
+// ControlPlaneRole is implemented by platforms whose Machine API actuator treats a Machine of
+// role master (the machine.openshift.io/cluster-api-machine-role label) as part of the control
+// plane, or whose control-plane Machines cannot be converted at all. For them the role and the
+// Cluster API's cluster.x-k8s.io/control-plane label are converted into each other, or refused.
+type ControlPlaneRole interface {
+	// ControlPlaneRole says whether the role converts on this cluster.
+	ControlPlaneRole() RoleCheck
+}
+
+// RoleCheck is a platform's answer to whether control-plane Machines convert.
+type RoleCheck struct {
+	// Converts is true when the actuator and the Cluster API provider put a control-plane
+	// instance behind the same API server endpoints: role master and the control-plane label
+	// are then converted into each other. When false, control-plane Machines are refused.
+	Converts bool
+	// Why explains a refusal; with Converts it is a warning (e.g. the cluster object that decides
+	// is not known offline, so the endpoints were not checked).
+	Why string
+}
+
+func controlPlaneRole(p Platform) (RoleCheck, bool) {
+	if m, ok := p.(ControlPlaneRole); ok {
+		return m.ControlPlaneRole(), true
+	}
+	return RoleCheck{}, false
+}
+
 // InfraSpec is a platform's InfraMachine spec, e.g. *v1alpha1.SimMachineSpec or
 // *v1beta2.AWSMachineSpec, with the providerID left empty.
 type InfraSpec any

@@ -24,6 +24,11 @@ const (
 	MachineAPIDeleteMachineAnnotationDeprecated = "machine.openshift.io/cluster-api-delete-machine"
 	MachineAPIExcludeNodeDrainingAnnotation     = "machine.openshift.io/exclude-node-draining"
 
+	// MachineAPIRoleLabel is the Machine's role; the actuators treat "master" as the control plane.
+	MachineAPIRoleLabel = "machine.openshift.io/cluster-api-machine-role"
+	// MachineAPIMasterRole is the control plane's MachineAPIRoleLabel value.
+	MachineAPIMasterRole = "master"
+
 	MachineAPIAutoscalerMinSizeAnnotation = "machine.openshift.io/cluster-api-autoscaler-node-group-min-size"
 	MachineAPIAutoscalerMaxSizeAnnotation = "machine.openshift.io/cluster-api-autoscaler-node-group-max-size"
 

@@ -167,6 +167,7 @@ func (c *Context) machineToCAPI(inLabels, inAnnotations map[string]string, metaP
 
 	infra, mv := c.Platform.ToInfra(in.ProviderSpec.Value, specPath.Child("providerSpec", "value"), r)
 	c.controlPlaneToCAPI(labels, mv.ControlPlane, metaPath.Child("labels"), r)
+	c.roleToCAPI(labels, metaPath.Child("labels"), r)
 	out = clusterv1.MachineSpec{
 		ClusterName:   c.ClusterName,
 		Bootstrap:     clusterv1.Bootstrap{DataSecretName: mv.DataSecretName},
@@ -185,6 +186,7 @@ func (c *Context) machineToMAPI(inLabels, inAnnotations map[string]string, metaP
 		r.Error(field.Invalid(specPath.Child("clusterName"), in.ClusterName, "this cluster is "+quote(c.ClusterName)))
 	}
 	labels = c.clusterLabelToMAPI(inLabels, metaPath.Child("labels"), true, r)
+	c.roleToMAPI(labels, metaPath.Child("labels"), r)
 	_, controlPlane := labels[clusterv1.MachineControlPlaneLabel]
 	if marksControlPlane(c.Platform) {
 		delete(labels, clusterv1.MachineControlPlaneLabel)
@@ -246,6 +248,69 @@ func (c *Context) controlPlaneToCAPI(labels map[string]string, controlPlane bool
 	}
 	if controlPlane {
 		labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
+}
+
+// roleToCAPI gives a Machine API Machine of role master the Cluster API control-plane label on
+// a platform that converts the role (ControlPlaneRole), or refuses it. labels are the converted
+// labels (the Machine's own, copied), path their path.
+func (c *Context) roleToCAPI(labels map[string]string, path *field.Path, r *Report) {
+	check, ok := controlPlaneRole(c.Platform)
+	if !ok {
+		return
+	}
+	master := labels[MachineAPIRoleLabel] == MachineAPIMasterRole
+	v, labelled := labels[clusterv1.MachineControlPlaneLabel]
+	switch {
+	case !check.Converts:
+		c.refuseRole(labels, path, check.Why, r)
+	case labelled && !master:
+		r.Error(field.Invalid(path.Key(clusterv1.MachineControlPlaneLabel), v, "the "+c.Platform.Name()+" provider of the Cluster API treats Machines with this label as control-plane Machines, but the Machine API does not: its role (label "+MachineAPIRoleLabel+") is not master"))
+	case master:
+		labels[clusterv1.MachineControlPlaneLabel] = ""
+		c.warnRole(path.Key(MachineAPIRoleLabel), check, r)
+	}
+}
+
+// roleToMAPI is roleToCAPI's reverse: the control-plane label goes, role master stays (or is
+// set, when a Cluster API-born Machine has no role).
+func (c *Context) roleToMAPI(labels map[string]string, path *field.Path, r *Report) {
+	check, ok := controlPlaneRole(c.Platform)
+	if !ok {
+		return
+	}
+	role, hasRole := labels[MachineAPIRoleLabel]
+	_, labelled := labels[clusterv1.MachineControlPlaneLabel]
+	switch {
+	case !check.Converts:
+		c.refuseRole(labels, path, check.Why, r)
+	case role == MachineAPIMasterRole && !labelled:
+		r.Error(field.Invalid(path.Key(MachineAPIRoleLabel), role, "the Machine API treats Machines of role master as control-plane Machines, but the "+c.Platform.Name()+" provider of the Cluster API does not: the Machine has no "+clusterv1.MachineControlPlaneLabel+" label"))
+	case labelled && hasRole && role != MachineAPIMasterRole:
+		r.Error(field.Invalid(path.Key(MachineAPIRoleLabel), role, "a control-plane Machine (label "+clusterv1.MachineControlPlaneLabel+") has role master in the Machine API"))
+	case labelled:
+		delete(labels, clusterv1.MachineControlPlaneLabel)
+		if !hasRole {
+			labels[MachineAPIRoleLabel] = MachineAPIMasterRole
+			r.Warn(path.Key(MachineAPIRoleLabel), "set to master: the Machine API makes a Machine part of the control plane by its role")
+		}
+		c.warnRole(path.Key(clusterv1.MachineControlPlaneLabel), check, r)
+	}
+}
+
+func (c *Context) refuseRole(labels map[string]string, path *field.Path, why string, r *Report) {
+	msg := "control-plane Machines do not convert on " + c.Platform.Name() + ": " + why
+	if v, ok := labels[clusterv1.MachineControlPlaneLabel]; ok {
+		r.Error(field.Invalid(path.Key(clusterv1.MachineControlPlaneLabel), v, msg))
+	}
+	if v := labels[MachineAPIRoleLabel]; v == MachineAPIMasterRole {
+		r.Error(field.Invalid(path.Key(MachineAPIRoleLabel), v, msg))
+	}
+}
+
+func (c *Context) warnRole(path *field.Path, check RoleCheck, r *Report) {
+	if check.Why != "" {
+		r.Warn(path, "%s", check.Why)
 	}
 }
 

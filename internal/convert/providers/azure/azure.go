@@ -147,6 +147,13 @@ func NewContext(infra *configv1.Infrastructure, c *capzv1.AzureCluster) (convert
 // Name is the platform's short name.
 func (Platform) Name() string { return "azure" }
 
+// ControlPlaneRole refuses control-plane Machines: the Machine API's actuator adds a master's
+// interface to the load balancers its providerSpec names, CAPZ a control-plane Machine's to the
+// AzureCluster's API server load balancer, and the conversion does not map one to the other.
+func (Platform) ControlPlaneRole() convert.RoleCheck {
+	return convert.RoleCheck{Why: "the Machine API adds a master to the load balancers its providerSpec names (internalLoadBalancer, publicLoadBalancer), CAPZ adds a control-plane Machine to the AzureCluster's API server load balancer; the conversion does not map one to the other"}
+}
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {
 	return capzv1.GroupVersion.WithKind("AzureMachine")

@@ -55,6 +55,11 @@ type Platform struct {
 	// CredentialsSecret is the Machine API credentials secret name; CAPG takes credentials
 	// from the GCPCluster instead. Defaults to DefaultCredentialsSecret.
 	CredentialsSecret string
+	// ControlPlaneGroupTag is the middle of the name of the instance groups CAPG adds
+	// control-plane Machines to (<cluster>-<tag>-<zone>): the GCPCluster's
+	// spec.loadBalancer.apiServerInstanceGroupTagOverride, else "apiserver"; "" when the
+	// GCPCluster is not known.
+	ControlPlaneGroupTag string
 }
 
 var _ convert.Platform = Platform{}
@@ -99,7 +104,25 @@ func (p Platform) WithGCPCluster(c *capgv1.GCPCluster) Platform {
 		p.Project = c.Spec.Project
 	}
 	p.Network = NetworkOf(c)
+	p.ControlPlaneGroupTag = ptr.Deref(c.Spec.LoadBalancer.APIServerInstanceGroupTagOverride, capgv1.APIServerRoleTagValue)
 	return p
+}
+
+// masterGroupTag is the middle of the name of the instance groups OpenShift's GCP actuator adds
+// Machines of role master to (<cluster>-master-<zone>, behind <cluster>-api-internal).
+const masterGroupTag = "master"
+
+// ControlPlaneRole converts role master to the control-plane label when CAPG adds control-plane
+// Machines to the same instance groups as the Machine API's actuator.
+func (p Platform) ControlPlaneRole() convert.RoleCheck {
+	const field = "spec.loadBalancer.apiServerInstanceGroupTagOverride"
+	switch p.ControlPlaneGroupTag {
+	case "":
+		return convert.RoleCheck{Converts: true, Why: "the GCPCluster is not known, so it was not checked that CAPG adds control-plane Machines to the installer's instance groups <cluster>-master-<zone> (it does when the GCPCluster's " + field + " is master)"}
+	case masterGroupTag:
+		return convert.RoleCheck{Converts: true}
+	}
+	return convert.RoleCheck{Why: "the Machine API adds Machines of role master to the instance groups <cluster>-master-<zone>, CAPG adds control-plane Machines to <cluster>-" + p.ControlPlaneGroupTag + "-<zone>; set the GCPCluster's " + field + " to master to convert them"}
 }
 
 // NetworkOf returns the network CAPG puts a GCPCluster's instances on.

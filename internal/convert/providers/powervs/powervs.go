@@ -99,6 +99,13 @@ func NewContext(infra *configv1.Infrastructure, c *capibmv1.IBMPowerVSCluster) (
 // Name is the platform's short name.
 func (Platform) Name() string { return "powervs" }
 
+// ControlPlaneRole refuses control-plane Machines: the Machine API's actuator adds a master to
+// the load balancers its providerSpec names, CAPIBM adds control-plane Machines to the
+// IBMPowerVSCluster's load balancers' pools.
+func (Platform) ControlPlaneRole() convert.RoleCheck {
+	return convert.RoleCheck{Why: "the Machine API adds a master to the load balancers its providerSpec names (loadBalancers), CAPIBM adds a control-plane Machine to the IBMPowerVSCluster's spec.loadBalancers by their listeners' selectors"}
+}
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {
 	return capibmv1.GroupVersion.WithKind("IBMPowerVSMachine")
