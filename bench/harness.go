@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -287,28 +287,19 @@ func (e *env) managerWrites() (int64, error) { return writesAt("http://" + e.met
 // writesAt sums the mutating API requests of the controller manager whose metrics are at url
 // (controller-runtime's rest_client_requests_total).
 func writesAt(url string) (int64, error) {
-	resp, err := http.Get(url)
+	families, err := scrapeMetrics(url)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	var total int64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, "rest_client_requests_total{") {
-			continue
-		}
-		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
-			if strings.Contains(l, m) {
-				f := strings.Fields(l)
-				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-				total += int64(v)
+	var total float64
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "method" && slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, l.GetValue()) {
+				total += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return total, sc.Err()
+	return int64(total), nil
 }
 
 // managerPeakRSS reads the manager process's peak resident set (VmHWM).

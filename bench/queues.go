@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,15 +20,23 @@ type queueStat struct {
 	reconcileSum, reconcileN float64
 }
 
-// queueSnapshot reads every controller's work-queue and reconcile metrics from the manager.
-func (e *env) queueSnapshot() (map[string]queueStat, error) {
-	resp, err := http.Get("http://" + e.metricsAddr + "/metrics")
+// scrapeMetrics reads a Prometheus text endpoint (the manager's or the upstream core's /metrics).
+func scrapeMetrics(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// queueSnapshot reads every controller's work-queue and reconcile metrics from the manager.
+func (e *env) queueSnapshot() (map[string]queueStat, error) {
+	families, err := scrapeMetrics("http://" + e.metricsAddr + "/metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +80,7 @@ func queueReport(before, after map[string]queueStat) string {
 			rows = append(rows, row{name, d})
 		}
 	}
-	slices.SortFunc(rows, func(x, y row) int { return int(y.d.adds - x.d.adds) })
+	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.d.adds, x.d.adds) })
 	var parts []string
 	for _, r := range rows {
 		wait, rec := 0.0, 0.0
