@@ -117,6 +117,7 @@ func TestMachineAPI(t *testing.T) {
 	t.Run("MachineSetDeletePolicies", testMachineSetDeletePolicies)
 	t.Run("MachineSetDeleteAnnotationAdoptionAndCascade", testMachineSetDeleteAnnotationAdoptionAndCascade)
 	t.Run("MachineSetClusterAPITemplate", testMachineSetClusterAPITemplate)
+	t.Run("MachineSetMachinesBornWithFinalizer", testMachineSetMachinesBornWithFinalizer)
 	t.Run("MHCRemediatesNotReadyNode", testMHCRemediatesNotReadyNode)
 	t.Run("MHCNodeStartupTimeout", testMHCNodeStartupTimeout)
 	t.Run("MHCShortCircuit", testMHCShortCircuit)

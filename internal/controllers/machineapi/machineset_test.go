@@ -12,8 +12,10 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machineset"
@@ -228,9 +230,13 @@ func testMachineSetClusterAPITemplate(t *testing.T) {
 		}
 		return ok, fmt.Sprintf("%d machines", len(machines)), nil
 	})
-	// The Machine API leaves them alone: no instance is created for them.
+	// The Machine API leaves them alone: no instance is created for them, and they are not
+	// born with its Machine controller's finalizer.
 	machines, _ := setMachines(ctx, e, ms)
 	for _, m := range machines {
+		if controllerutil.ContainsFinalizer(&m, machinev1beta1.MachineFinalizer) {
+			t.Errorf("Cluster API-authoritative %s carries the Machine API finalizer", m.Name)
+		}
 		if n := len(e.InstancesTagged("machina.dev/machine-uid", string(m.UID))); n != 0 {
 			t.Errorf("Machine API created an instance for Cluster API-authoritative %s", m.Name)
 		}
@@ -239,4 +245,47 @@ func testMachineSetClusterAPITemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = api.StateRunning
+}
+
+// testMachineSetMachinesBornWithFinalizer: the Machines a MachineSet creates carry the Machine
+// controller's finalizer in the create itself, saving that controller's first write.
+func testMachineSetMachinesBornWithFinalizer(t *testing.T) {
+	e := env.For(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ms := newMachineSet("born-with-finalizer", 0, "")
+	wc, err := client.NewWithWatch(e.Lab.Config, client.Options{Scheme: e.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(ns), client.MatchingLabels(ms.Spec.Selector.MatchLabels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	scaleTo(t, e, ms, 2)
+	for added := 0; added < 2; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch closed before two Machines were created")
+			}
+			m, isMachine := ev.Object.(*machinev1beta1.Machine)
+			if ev.Type != watch.Added || !isMachine {
+				continue
+			}
+			added++
+			if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) {
+				t.Errorf("%s was created without %s: %v", m.Name, machinev1beta1.MachineFinalizer, m.Finalizers)
+			}
+		case <-ctx.Done():
+			t.Fatal("two Machines were not created in time")
+		}
+	}
+	waitRunning(t, e, ms, 2)
+	scaleTo(t, e, ms, 0)
+	waitRunning(t, e, ms, 0)
 }

@@ -160,6 +160,50 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		waitGoneOnceTerminated(t, e, name, instance, before)
 	})
 
+	// A Machine API MachineSet gives its Machines the Machine controller's finalizer at birth;
+	// one deleted before the sync decided its authority must not wait for ever on a Machine
+	// controller that waits for the decision.
+	t.Run("DeletedBeforeAuthorityDecided_NotStuck", func(t *testing.T) {
+		e := env.For(t)
+		name := p.name("fin-undecided")
+		before, err := e.Cloud.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.StopManager()
+		m := bornWithFinalizer(t, e, p, name)
+		if err := e.Client.Delete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		e.StartManager()
+		waitMAPIGone(t, e, name)
+		after, err := e.Cloud.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := after.InstancesCreated - before.InstancesCreated; n != 0 {
+			t.Errorf("%d instances launched for a Machine deleted before it was reconciled", n)
+		}
+	})
+
+	// The same when the sync decides for the Cluster API (an unpaused Cluster API Machine of the
+	// name exists): the Machine API finalizer has no controller to take it off but the sync.
+	t.Run("DeletedBeforeAuthorityDecided_ClusterAPICopyKeepsRunning", func(t *testing.T) {
+		e := env.For(t)
+		name := p.name("fin-undecided-capi")
+		e.StopManager()
+		p.handMadeCAPIMachine(t, e, name, false, nil)
+		m := bornWithFinalizer(t, e, p, name)
+		if err := e.Client.Delete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		e.StartManager()
+		waitMAPIGone(t, e, name)
+		if c, err := getCAPI(ctx, e, name); err != nil || !c.DeletionTimestamp.IsZero() {
+			t.Errorf("the authoritative Cluster API Machine must keep running: %v", err)
+		}
+	})
+
 	t.Run("AuthoritativeCopyAlreadyGone_MirrorDeletedNotStuck", func(t *testing.T) {
 		e := env.For(t)
 		name := p.name("fin-no-mapi")
@@ -178,5 +222,31 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		stripFinalizers(t, e, m, synccommon.SyncFinalizer)
 		e.StartManager()
 		waitGoneOnceTerminated(t, e, name, instance, before)
+	})
+}
+
+// bornWithFinalizer creates a Machine API Machine the way its MachineSet does: with the Machine
+// controller's finalizer.
+func bornWithFinalizer(t *testing.T, e *testenv.Env, p platform, name string) *machinev1beta1.Machine {
+	t.Helper()
+	m := p.mapiMachine(name, "")
+	m.Finalizers = []string{machinev1beta1.MachineFinalizer}
+	if err := e.Client.Create(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func waitMAPIGone(t *testing.T, e *testenv.Env, name string) {
+	t.Helper()
+	e.Eventually(60*time.Second, name+" gone", func(ctx context.Context) (bool, string, error) {
+		m, err := getMAPI(ctx, e, name)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return false, fmt.Sprintf("authority %q finalizers %v", m.Status.AuthoritativeAPI, m.Finalizers), nil
 	})
 }

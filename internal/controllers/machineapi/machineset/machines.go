@@ -126,6 +126,8 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 
 // createMachine creates one Machine from the template. Its authority follows the template:
 // a template that says ClusterAPI makes Machines that are Cluster API-authoritative from birth.
+// Machines the Machine API will reconcile are born with the Machine controller's finalizer,
+// which that controller's first pass would otherwise have to write.
 func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	t := ms.Spec.Template
 	m := &machinev1beta1.Machine{
@@ -137,6 +139,9 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 			OwnerReferences: []metav1.OwnerReference{*ownerRef(ms)},
 		},
 		Spec: *t.Spec.DeepCopy(),
+	}
+	if t.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
+		m.Finalizers = []string{machinev1beta1.MachineFinalizer}
 	}
 	return r.Client.Create(ctx, m)
 }

@@ -103,11 +103,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	case mapi == nil:
 		return r.capiOnly(ctx, capi)
+	case mapi.Status.AuthoritativeAPI == "":
+		// Also for a Machine deleted before its authority was decided: its MachineSet gave it
+		// the Machine controller's finalizer, and that controller waits for the decision.
+		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
 	case !mapi.DeletionTimestamp.IsZero():
 		return r.mapiDeleted(ctx, mapi, capi)
-	}
-	if mapi.Status.AuthoritativeAPI == "" {
-		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
 	}
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err

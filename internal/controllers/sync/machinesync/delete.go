@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // capiMachineFinalizer is the Cluster API Machine controller's finalizer.
@@ -28,10 +29,16 @@ const deletionPoll = 2 * time.Second
 // the Cluster API copy is going anyway; a standalone, non-authoritative Machine API copy may be
 // deleted on its own, leaving the Cluster API Machine running.
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+	authority := mapi.Status.AuthoritativeAPI
 	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+		// Never mirrored. A Machine born with the Machine API finalizer that the Cluster API
+		// turned out to own (decideAuthority) has no Machine API controller to let it go.
+		if authority == machinev1beta1.MachineAuthorityClusterAPI {
+			_, err := patch.RemoveFinalizer(ctx, r.Client, mapi, machinev1beta1.MachineFinalizer)
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, nil
 	}
-	authority := mapi.Status.AuthoritativeAPI
 	if authority == machinev1beta1.MachineAuthorityMigrating {
 		// The migration controller first settles which side carries the deletion out.
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
