@@ -23,7 +23,7 @@ import (
 // infrastructure, then the Node. Each step records its state in a condition; the phase and
 // the Ready summary are derived from them at the end.
 func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
-	wasProvisioned, oldNode := isProvisioned(m), m.Status.NodeRef.Name
+	oldNode := m.Status.NodeRef.Name
 	setCondition(m, clusterv1.MachineDeletingCondition, metav1.ConditionFalse, clusterv1.MachineNotDeletingReason, "")
 	var results []ctrl.Result
 	var errs []error
@@ -40,7 +40,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 	r.setUpToDate(ctx, m)
 	// Available waits for spec.minReadySeconds: come back when it has passed.
 	results = append(results, ctrl.Result{RequeueAfter: setReady(m)})
-	r.progressEvent(m, wasProvisioned, oldNode)
+	r.progressEvent(m, oldNode)
 	if len(errs) > 0 {
 		return ctrl.Result{}, errs[0]
 	}
@@ -165,21 +165,18 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.M
 	return ctrl.Result{}, nil
 }
 
-// progressEvent tells a new Machine's story with one event per pass: its InfraMachine was
-// provisioned, it found its Node, or both at once (one event, not two).
-func (r *Reconciler) progressEvent(m *clusterv1.Machine, wasProvisioned bool, oldNode string) {
-	ref := m.Spec.InfrastructureRef
-	provisioned := isProvisioned(m) && !wasProvisioned
+// progressEvent tells a new Machine's story with one event, when it finds its Node, naming
+// the instance it runs on: like upstream, no event for the InfraMachine being provisioned
+// (the InfrastructureReady condition and the Provisioned phase say it), so a new Machine costs
+// one event write.
+func (r *Reconciler) progressEvent(m *clusterv1.Machine, oldNode string) {
 	node := m.Status.NodeRef.Name
-	switch {
-	case node != "" && node != oldNode && provisioned:
-		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "%s %s is provisioned (providerID %s) and Machine %s has Node %s",
-			ref.Kind, ref.Name, m.Spec.ProviderID, m.Name, node)
-	case node != "" && node != oldNode:
-		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s", m.Name, node)
-	case provisioned:
-		events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "InfrastructureProvisioned", "%s %s is provisioned", ref.Kind, ref.Name)
+	if node == "" || node == oldNode {
+		return
 	}
+	ref := m.Spec.InfrastructureRef
+	events.Eventf(r.Recorder, m, corev1.EventTypeNormal, "SuccessfulSetNodeRef", "Machine %s has Node %s (%s %s, providerID %s)",
+		m.Name, node, ref.Kind, ref.Name, m.Spec.ProviderID)
 }
 
 // mirrorInfraReady sets InfrastructureReady from the InfraMachine's Ready condition, or from
