@@ -60,7 +60,8 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		return err
 	}
 	if err := (&machineset.Reconciler{Client: mgr.GetClient(), SyncNamespace: syncNS,
-		Recorder: events.For(mgr, "machineapi-machineset")}).SetupWithManager(mgr); err != nil {
+		FinalizedKinds: provider.Sim().ProviderSpecKinds,
+		Recorder:       events.For(mgr, "machineapi-machineset")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&machinehealthcheck.Reconciler{Client: mgr.GetClient(),

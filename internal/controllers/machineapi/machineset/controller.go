@@ -38,7 +38,12 @@ type Reconciler struct {
 	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
 	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
 	SyncNamespace string
-	expect        *expectations
+	// FinalizedKinds are the providerSpec kinds whose Machine API Machine controller runs in
+	// this process and adds its finalizer (machinev1beta1.MachineFinalizer) in its first pass:
+	// such Machines are created with it, saving that write. Machines of other kinds (another
+	// process's actuator, or none) are created without it.
+	FinalizedKinds []string
+	expect         *expectations
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // createBurst bounds how many Machines one reconcile creates or deletes in parallel.
@@ -126,8 +128,8 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 
 // createMachine creates one Machine from the template. Its authority follows the template:
 // a template that says ClusterAPI makes Machines that are Cluster API-authoritative from birth.
-// Machines the Machine API will reconcile are born with the Machine controller's finalizer,
-// which that controller's first pass would otherwise have to write.
+// Machines this process's Machine API Machine controller will reconcile (FinalizedKinds) are
+// born with its finalizer, which its first pass would otherwise have to write.
 func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	t := ms.Spec.Template
 	m := &machinev1beta1.Machine{
@@ -140,7 +142,7 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
-	if t.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
+	if t.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && slices.Contains(r.FinalizedKinds, provider.SpecKind(t.Spec.ProviderSpec)) {
 		m.Finalizers = []string{machinev1beta1.MachineFinalizer}
 	}
 	return r.Client.Create(ctx, m)
