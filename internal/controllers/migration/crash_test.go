@@ -218,6 +218,7 @@ func TestOwnLab(t *testing.T) {
 			{"ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating},
 			{"LaunchInFlight_OneInstance", testLaunchInFlight},
 			{"DeleteWhileMigrating", testDeleteWhileMigrating},
+			{"InfraMachineDeletedMidHandover_Reported", testInfraDeletedMidHandover},
 			{"RollbackFromEveryStep", testRollbackFromEveryStep},
 		} {
 			t.Run(c.name, func(t *testing.T) {

@@ -34,7 +34,10 @@ const (
 	WaitingForPausedReason = "WaitingForPaused"
 	WaitingForSyncReason   = "WaitingForSync"
 	CompletedReason        = "Completed"
-	RolledBackReason       = "RolledBack"
+	// HandoverStepFailedReason: a step after the pause (moving finalizers, unpausing the new
+	// side) keeps failing; the message has the error.
+	HandoverStepFailedReason = "HandoverStepFailed"
+	RolledBackReason         = "RolledBack"
 )
 
 // PendingRetry is how often a refused or waiting migration is looked at again.
@@ -156,6 +159,7 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	// 3. Finalizers follow authority (added on the new side before they leave the old).
 	done, err := s.moveFinalizers(ctx, e.client, to)
 	if err != nil || !done {
+		e.stepFailed(ctx, s, "moving the finalizers to the "+string(to)+" copies", err)
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
 	// 4. The new side is unpaused (its InfraMachine knowing it is provisioned), then named
@@ -163,10 +167,12 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
 		if p, ok := s.(infraPrimer); ok {
 			if err := p.primeInfra(ctx, e.client); err != nil {
+				e.stepFailed(ctx, s, "marking the InfraMachine provisioned", err)
 				return ctrl.Result{}, err
 			}
 		}
 		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
+			e.stepFailed(ctx, s, "unpausing the ClusterAPI copies", err)
 			return ctrl.Result{}, err
 		}
 	}
@@ -238,6 +244,15 @@ func (e *engine) setCondition(ctx context.Context, s subject, status corev1.Cond
 	}
 	_ = patch.StoreStatus(ctx, e.client, obj, base)
 	return true
+}
+
+// stepFailed reports a handover step's error on the Migration condition, so it does not keep
+// saying what an earlier step waited for. Conflicts are a retry's business, not news.
+func (e *engine) stepFailed(ctx context.Context, s subject, step string, err error) {
+	if err == nil || apierrors.IsConflict(err) {
+		return
+	}
+	e.setCondition(ctx, s, corev1.ConditionFalse, HandoverStepFailedReason, step+": "+err.Error())
 }
 
 func (e *engine) event(o client.Object, typ, reason, format string, args ...any) {

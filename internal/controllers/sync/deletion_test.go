@@ -3,17 +3,23 @@ package sync_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -248,5 +254,63 @@ func waitMAPIGone(t *testing.T, e *testenv.Env, name string) {
 			return false, err.Error(), nil
 		}
 		return false, fmt.Sprintf("authority %q finalizers %v", m.Status.AuthoritativeAPI, m.Finalizers), nil
+	})
+}
+
+// testLeftoverInfraNotAdopted: an InfraMachine left by a deleted Cluster API Machine of the
+// same name (the garbage collector has not removed it yet) is not adopted by the mirror of a
+// new Machine API Machine of that name: adopted, the collector's deletion would take the new
+// Machine's instance or stop a handover. The sync reports it and waits; once the leftover is
+// gone, the mirror gets its own InfraMachine.
+func testLeftoverInfraNotAdopted(t *testing.T, p platform) {
+	e := env.For(t)
+	ctx := context.Background()
+	name := p.name("leftover-infra")
+	out, _, errs := convert.ToClusterAPIMachine(p.machine(name, "", p.zones[2], p.types[2]), p.convertContext(t, e))
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	leftover := out.InfraMachine
+	leftover.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name,
+		UID: types.UID("00000000-0000-0000-0000-00000000dead"), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}})
+	// Held, so the lab's garbage collector cannot remove it before the sync has seen it.
+	controllerutil.AddFinalizer(leftover, "machina.dev/test-hold")
+	if err := e.Client.Create(ctx, leftover); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, p.mapiMachine(name, "")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the leftover reported", func(ctx context.Context) (bool, string, error) {
+		m, err := getMAPI(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+		return c != nil && c.Reason == synccommon.MirrorWriteFailedReason && strings.Contains(c.Message, "00000000-0000-0000-0000-00000000dead"), synchronized(m), nil
+	})
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(leftover), leftover); err != nil {
+		t.Fatal(err)
+	}
+	if owner := metav1.GetControllerOf(leftover); owner == nil || owner.UID != "00000000-0000-0000-0000-00000000dead" || len(leftover.GetOwnerReferences()) != 1 {
+		t.Fatalf("the leftover was adopted: %v", leftover.GetOwnerReferences())
+	}
+	// What the garbage collector does (it may have marked it deleted already).
+	if err := client.IgnoreNotFound(e.Client.Delete(ctx, leftover)); err != nil {
+		t.Fatal(err)
+	}
+	stripFinalizers(t, e, leftover, "machina.dev/test-hold")
+	waitSynchronized(t, e, name)
+	capi, err := getCAPI(ctx, e, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "the mirror's own InfraMachine", func(ctx context.Context) (bool, string, error) {
+		infra, err := p.infraMachine(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		owner := metav1.GetControllerOf(infra)
+		return owner != nil && owner.UID == capi.UID && infra.GetUID() != leftover.GetUID(), fmt.Sprintf("owners %v", infra.GetOwnerReferences()), nil
 	})
 }

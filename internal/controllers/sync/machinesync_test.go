@@ -100,6 +100,7 @@ func TestSync(t *testing.T) {
 		{"PausedMachineSetMirrorDeleted_RecreatedMachinesKept", testMachineSetMirrorDeleted},
 		{"OwnedDeletionsAndSteadyState", testOwnedDeletionsAndSteadyState},
 		{"DeletionFinalizers_NeverStuck", testDeletionFinalizers},
+		{"LeftoverInfraMachineOfSameName_NotAdopted", testLeftoverInfraNotAdopted},
 		{"LabelAnnotationRemoval_Machine", testMetadataRemovalMachine},
 		{"LabelAnnotationRemoval_MachineSet", testMetadataRemovalMachineSet},
 		{"AutoscalerReplicasMirrored", testAutoscalerReplicas},

@@ -2,7 +2,9 @@ package machinesync
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +59,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if owner != nil {
 		desired.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
+	created := false
 	if capi == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -65,6 +68,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 			return ctrl.Result{}, errorf("creating Cluster API Machine: %w", err)
 		}
 		capi = desired
+		created = true
 		r.event(mapi, corev1.EventTypeNormal, "MirrorCreated", "Created Cluster API Machine %s/%s", capi.Namespace, capi.Name)
 	} else if err := r.updateCAPI(ctx, capi, desired, pause); err != nil {
 		return ctrl.Result{}, err
@@ -75,6 +79,10 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	synccommon.MarkMirrorOf(infra, "Machine/"+mapi.Name)
 	infra.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("Machine"))})
 	if err := r.upsertInfra(ctx, infra, pause); err != nil {
+		if errors.Is(err, errLeftoverInfra) {
+			// Nothing is adopted: once the garbage collector has removed it, it is created.
+			return ctrl.Result{RequeueAfter: time.Second}, r.setSynchronized(ctx, mapi, synccommon.MirrorWriteFailedReason, nil, err, 0)
+		}
 		return ctrl.Result{}, err
 	}
 	if pause == synccommon.PauseMirror {
@@ -83,8 +91,10 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		}
 	}
 	// Status flows to the Cluster API copy while it is paused (mid-handover, until the
-	// migration controller unpauses it).
-	if pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi) {
+	// migration controller unpauses it). A copy created in this pass gets it in the pass its
+	// creation brings: by then the paused controller has usually added its Paused condition,
+	// which the (locked) status write keeps.
+	if !created && (pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi)) {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -121,6 +131,14 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	if err != nil {
 		return err
 	}
+	// A same-named InfraMachine another Cluster API Machine controls (that of a Machine deleted
+	// a moment ago, not yet removed by the garbage collector) is not this Machine's: adopted,
+	// the collector's deletion of it would stop a handover at the unpause, or have the provider
+	// terminate this Machine's instance.
+	if have, want := metav1.GetControllerOf(existing), metav1.GetControllerOf(desired); have != nil && want != nil &&
+		have.Kind == want.Kind && have.UID != want.UID {
+		return fmt.Errorf("%w: %s is controlled by %s %s with uid %s", errLeftoverInfra, existing.GetName(), have.Kind, have.Name, have.UID)
+	}
 	base := existing.DeepCopyObject().(client.Object)
 	if err := synccommon.CopySpec(desired, existing); err != nil {
 		return err
@@ -136,6 +154,10 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	}
 	return patch.Store(ctx, r.Client, existing, base)
 }
+
+// errLeftoverInfra: the InfraMachine of the Machine's name belongs to an earlier Cluster API
+// Machine of that name; the sync waits for the garbage collector to remove it.
+var errLeftoverInfra = errors.New("waiting for the garbage collector to remove an InfraMachine of an earlier Cluster API Machine of this name")
 
 // capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
 // the same name as the Machine API Machine's MachineSet, when it exists.
