@@ -3,7 +3,6 @@ package machinesync
 import (
 	"context"
 
-	"github.com/machina-dev/machina/internal/patch"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // MirroredReason marks conditions a paused Cluster API copy carries from the Machine API.
@@ -44,9 +44,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	// Locked: the conditions are one list, and the paused Cluster API controller adds its
-	// Paused condition to it; a patch from a copy without it would take it away again.
-	return patch.StoreStatus(ctx, r.Client, capi, base)
+	return r.Client.Status().Patch(ctx, capi, client.MergeFrom(base))
 }
 
 // statusToMAPI reflects the authoritative Cluster API status on the Machine API copy.

@@ -93,7 +93,10 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	// Status flows to the Cluster API copy while it is paused (mid-handover, until the
 	// migration controller unpauses it). A copy created in this pass gets it in the pass its
 	// creation brings: by then the paused controller has usually added its Paused condition,
-	// which the (locked) status write keeps.
+	// and the write, made from a copy that has it, keeps it (a write from the created copy
+	// replaced the conditions list without it, and the controller wrote it again: one more
+	// write per pair). A locked write was tried: it turned those into conflicts and retries,
+	// more writes in a migration.
 	if !created && (pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi)) {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
