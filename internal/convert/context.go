@@ -117,6 +117,24 @@ func controlPlaneRole(p Platform) (RoleCheck, bool) {
 	return RoleCheck{}, false
 }
 
+// ControlPlaneInfra is implemented by platforms that convert a control-plane Machine's
+// providerSpec differently from a worker's (on Azure: the load balancers its network interface
+// joins). A Machine API Machine of role master, and a Cluster API Machine with the
+// cluster.x-k8s.io/control-plane label, are converted with the platform ForControlPlane returns.
+type ControlPlaneInfra interface {
+	// ForControlPlane returns the platform that converts control-plane Machines.
+	ForControlPlane() Platform
+}
+
+// infraPlatform is the platform converting a Machine's providerSpec: ForControlPlane's for a
+// control-plane Machine on a platform implementing ControlPlaneInfra, else the context's.
+func (c *Context) infraPlatform(controlPlane bool) Platform {
+	if cp, ok := c.Platform.(ControlPlaneInfra); ok && controlPlane {
+		return cp.ForControlPlane()
+	}
+	return c.Platform
+}
+
 // InfraSpec is a platform's InfraMachine spec, e.g. *v1alpha1.SimMachineSpec or
 // *v1beta2.AWSMachineSpec, with the providerID left empty.
 type InfraSpec any

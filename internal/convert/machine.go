@@ -165,7 +165,8 @@ func (c *Context) machineToCAPI(inLabels, inAnnotations map[string]string, metaP
 	}
 	annotations = machineAnnotationsToCAPI(inAnnotations, in.LifecycleHooks, metaPath.Child("annotations"), specPath.Child("lifecycleHooks"), r)
 
-	infra, mv := c.Platform.ToInfra(in.ProviderSpec.Value, specPath.Child("providerSpec", "value"), r)
+	master := labels[MachineAPIRoleLabel] == MachineAPIMasterRole
+	infra, mv := c.infraPlatform(master).ToInfra(in.ProviderSpec.Value, specPath.Child("providerSpec", "value"), r)
 	c.controlPlaneToCAPI(labels, mv.ControlPlane, metaPath.Child("labels"), r)
 	c.roleToCAPI(labels, metaPath.Child("labels"), r)
 	out = clusterv1.MachineSpec{
@@ -186,6 +187,7 @@ func (c *Context) machineToMAPI(inLabels, inAnnotations map[string]string, metaP
 		r.Error(field.Invalid(specPath.Child("clusterName"), in.ClusterName, "this cluster is "+quote(c.ClusterName)))
 	}
 	labels = c.clusterLabelToMAPI(inLabels, metaPath.Child("labels"), true, r)
+	_, labelled := labels[clusterv1.MachineControlPlaneLabel] // roleToMAPI may take it away
 	c.roleToMAPI(labels, metaPath.Child("labels"), r)
 	_, controlPlane := labels[clusterv1.MachineControlPlaneLabel]
 	if marksControlPlane(c.Platform) {
@@ -230,7 +232,7 @@ func (c *Context) machineToMAPI(inLabels, inAnnotations map[string]string, metaP
 		out.ProviderID = ptr.To(in.ProviderID)
 	}
 	mv := MachineValues{FailureDomain: in.FailureDomain, DataSecretName: in.Bootstrap.DataSecretName, ControlPlane: controlPlane && marksControlPlane(c.Platform)}
-	out.ProviderSpec.Value = c.Platform.FromInfra(infra, mv, InfraPaths{Infra: infraPath, Machine: specPath, Metadata: metaPath}, r)
+	out.ProviderSpec.Value = c.infraPlatform(labelled).FromInfra(infra, mv, InfraPaths{Infra: infraPath, Machine: specPath, Metadata: metaPath}, r)
 	return labels, annotations, out
 }
 
