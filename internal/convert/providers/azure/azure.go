@@ -4,8 +4,8 @@
 //
 // CAPZ keeps once per cluster, on the AzureCluster, what the Machine API repeats on every
 // providerSpec: the location, the subscription, the resource groups, the virtual network and
-// the load balancer worker interfaces join. The platform carries those values; a Machine that
-// names others cannot be converted.
+// the load balancers network interfaces join. The platform carries those values; a Machine
+// that names others cannot be converted.
 package azure
 
 import (
@@ -54,11 +54,20 @@ type Platform struct {
 	// OutboundLoadBalancer is the load balancer CAPZ adds every worker's interface to
 	// (AzureCluster spec.networkSpec.nodeOutboundLB), "" for none; nil when not known.
 	OutboundLoadBalancer *string
+	// APIServerLB is the AzureCluster's API server load balancer (spec.networkSpec.apiServerLB),
+	// which CAPZ adds control-plane Machines to; nil when the AzureCluster is not known.
+	APIServerLB *LoadBalancer
+	// ControlPlaneOutboundLB is the AzureCluster's control-plane outbound load balancer
+	// (spec.networkSpec.controlPlaneOutboundLB), nil for none or when not known.
+	ControlPlaneOutboundLB *LoadBalancer
 	// CredentialsSecret is the Machine API credentials secret name; CAPZ takes credentials
 	// from the AzureCluster's identityRef instead. Defaults to DefaultCredentialsSecret.
 	CredentialsSecret string
 	// SecretNamespace is the Machine API namespace; defaults to DefaultSecretNamespace.
 	SecretNamespace string
+
+	// controlPlane is set on the platform converting control-plane Machines (ForControlPlane).
+	controlPlane bool
 }
 
 var _ convert.Platform = Platform{}
@@ -110,6 +119,8 @@ func (p Platform) WithAzureCluster(c *capzv1.AzureCluster) Platform {
 		}
 	}
 	p.OutboundLoadBalancer = ptr.To(lb)
+	p.APIServerLB = apiServerLBOf(c)
+	p.ControlPlaneOutboundLB = controlPlaneOutboundLBOf(c)
 	return p
 }
 
@@ -146,13 +157,6 @@ func NewContext(infra *configv1.Infrastructure, c *capzv1.AzureCluster) (convert
 
 // Name is the platform's short name.
 func (Platform) Name() string { return "azure" }
-
-// ControlPlaneRole refuses control-plane Machines: the Machine API's actuator adds a master's
-// interface to the load balancers its providerSpec names, CAPZ a control-plane Machine's to the
-// AzureCluster's API server load balancer, and the conversion does not map one to the other.
-func (Platform) ControlPlaneRole() convert.RoleCheck {
-	return convert.RoleCheck{Why: "the Machine API adds a master to the load balancers its providerSpec names (internalLoadBalancer, publicLoadBalancer), CAPZ adds a control-plane Machine to the AzureCluster's API server load balancer; the conversion does not map one to the other"}
-}
 
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
 func (Platform) InfraMachineGVK() schema.GroupVersionKind {

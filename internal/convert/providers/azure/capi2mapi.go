@@ -83,6 +83,10 @@ func (p Platform) clusterValuesToMAPI(ps *mapiv1.AzureMachineProviderSpec, paths
 	if p.Vnet == "" {
 		r.Error(field.Invalid(paths.Infra, "", "the Machine API names the virtual network on every Machine, and the AzureCluster's (spec.networkSpec.vnet.name) is not known here: give the AzureCluster"))
 	}
+	if p.controlPlane {
+		p.controlPlaneLBsToMAPI(ps, paths, r)
+		return
+	}
 	if p.OutboundLoadBalancer == nil {
 		r.Error(field.Invalid(paths.Infra, "", "the Machine API names the node outbound load balancer on every Machine, and the AzureCluster's (spec.networkSpec.nodeOutboundLB) is not known here: give the AzureCluster"))
 	} else {

@@ -117,6 +117,20 @@ func (p Platform) clusterValuesToCAPZ(ps *mapiv1.AzureMachineProviderSpec, path 
 	} else {
 		clusterValue(ps.Vnet, p.Vnet, "virtual network", "AzureCluster spec.networkSpec.vnet.name", needed, path.Child("vnet"), r)
 	}
+	if ps.NatRule != nil {
+		r.Unsupported(path.Child("natRule"), *ps.NatRule, "CAPZ (it attaches no inbound NAT rule a Machine chooses)")
+	}
+	if p.controlPlane {
+		p.controlPlaneLBsToCAPZ(ps, path, r)
+		return
+	}
+	p.workerLBsToCAPZ(ps, path, r)
+}
+
+// workerLBsToCAPZ checks that CAPZ adds a worker's interface to the load balancers its
+// providerSpec names.
+func (p Platform) workerLBsToCAPZ(ps *mapiv1.AzureMachineProviderSpec, path *field.Path, r *convert.Report) {
+	const needed = "converting back needs it: give the AzureCluster"
 	lbp := path.Child("publicLoadBalancer")
 	switch lb := p.OutboundLoadBalancer; {
 	case lb == nil && ps.PublicLoadBalancer != "":
@@ -126,10 +140,8 @@ func (p Platform) clusterValuesToCAPZ(ps *mapiv1.AzureMachineProviderSpec, path 
 			orNone(*lb)+", spec.networkSpec.nodeOutboundLB), not per Machine; the Machine's must be the same"))
 	}
 	if ps.InternalLoadBalancer != "" {
-		r.Unsupported(path.Child("internalLoadBalancer"), ps.InternalLoadBalancer, "this conversion: control-plane Machines, which CAPZ registers with the AzureCluster's API server load balancer, are not converted on Azure")
-	}
-	if ps.NatRule != nil {
-		r.Unsupported(path.Child("natRule"), *ps.NatRule, "CAPZ")
+		r.Error(field.Invalid(path.Child("internalLoadBalancer"), ps.InternalLoadBalancer, "CAPZ adds only control-plane Machines to an internal load balancer (the AzureCluster's API server load balancer), "+
+			"and this Machine is not one: its role (label "+convert.MachineAPIRoleLabel+") is not master"))
 	}
 }
 
