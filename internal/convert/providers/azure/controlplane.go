@@ -114,8 +114,8 @@ func (p Platform) controlPlaneLBsToCAPZ(ps *mapiv1.AzureMachineProviderSpec, pat
 		r.Error(field.Invalid(pp, ps.PublicLoadBalancer, "CAPZ adds a control-plane Machine's interface to the AzureCluster's control-plane outbound load balancer "+
 			out.Name+" ("+cpOutboundField+".name); the Machine's must be the same"))
 	default:
-		r.Warn(pp, "CAPZ adds the interface to one backend pool of %s, %s (%s.backendPool.name), where the actuator adds it to every pool backing a frontend: "+
-			"on a cluster the installer published externally it put the masters in that load balancer's public API pool itself, and a control-plane Machine CAPZ creates is not added to it", out.Name, out.BackendPool, cpOutboundField)
+		r.Warn(pp, "CAPZ adds the interface only to the backend pool %s of %s (%s.backendPool.name), where the actuator adds it to every pool of that load balancer backing a frontend: "+
+			"on a cluster the installer published externally, the installer put the masters in that load balancer's public API pool itself, and a control-plane Machine CAPZ creates joins no such pool", out.BackendPool, out.Name, cpOutboundField)
 	}
 }
 
