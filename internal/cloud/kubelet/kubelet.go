@@ -76,7 +76,8 @@ type Options struct {
 	NodeDeleteDelay time.Duration
 	// Workers bounds the concurrent API work; default 16.
 	Workers int
-	// QPS and Burst of the kubelet's client; default 200 and 400.
+	// QPS and Burst of the kubelet's client; default 200 and 400. The budget grows beyond
+	// them with the Nodes served, so that every Lease is renewed on time (budget).
 	QPS   float32
 	Burst int
 }
@@ -87,6 +88,7 @@ type Kubelet struct {
 	log     logr.Logger
 	now     func() time.Time
 	client  kubernetes.Interface
+	budget  budget
 	trigger chan struct{}
 	queue   workqueue.TypedRateLimitingInterface[string]
 
@@ -144,11 +146,14 @@ func New(opts Options) (*Kubelet, error) {
 		cfg.Burst = opts.Burst
 	}
 	cfg.UserAgent = "machina-simulated-kubelet"
+	b := newBudget(cfg.QPS, cfg.Burst)
+	opts.QPS, cfg.RateLimiter = cfg.QPS, b
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
 	}
 	return &Kubelet{
+		budget:  b,
 		opts:    opts,
 		log:     opts.Logger,
 		now:     opts.Now,
@@ -340,6 +345,7 @@ func (k *Kubelet) sweep() {
 	k.mu.Lock()
 	k.targets, k.known, k.types, k.images = targets, known, snap.InstanceTypes, snap.Images
 	k.mu.Unlock()
+	k.budget.size(k.opts.QPS, len(targets), k.opts.RenewInterval)
 
 	now := snap.Now
 	for name, t := range targets {
