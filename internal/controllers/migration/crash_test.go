@@ -265,11 +265,7 @@ func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
 
 	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityClusterAPI, providerID, before)
 	e.Eventually(3*time.Minute, "the Cluster API's provider runs the same instance", func(ctx context.Context) (bool, string, error) {
-		_, c, err := getBoth(ctx, e, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		in, err := getInfra(ctx, e, pc.provider, c)
+		_, c, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -281,11 +277,7 @@ func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
 	t.Logf("handed to the Cluster API after %s", time.Since(started).Round(100*time.Millisecond))
 	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityMachineAPI, providerID, before)
 	e.Eventually(3*time.Minute, "Running under the Machine API again, the provider paused", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		in, err := getInfra(ctx, e, pc.provider, c)
+		m, _, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -312,11 +304,7 @@ func crashThrough(t *testing.T, e *testenv.Env, p provider.Provider, name, infra
 	providerID string, before *api.Stats) {
 	t.Helper()
 	state := func(ctx context.Context) (int, string, []string, error) {
-		m, c, err := getBoth(ctx, e, name)
-		if err != nil {
-			return 0, "", nil, err
-		}
-		in, err := getInfra(ctx, e, p, c)
+		m, c, in, err := getAll(ctx, e, p, name)
 		if err != nil {
 			return 0, "", nil, err
 		}

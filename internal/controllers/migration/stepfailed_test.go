@@ -34,11 +34,7 @@ func testInfraDeletedMidHandover(t *testing.T, e *testenv.Env, pc platformCase) 
 	request(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	var infra *unstructured.Unstructured
 	e.Eventually(120*time.Second, "step 3 with the InfraMachine guarded", func(ctx context.Context) (bool, string, error) {
-		m, c, err := getBoth(ctx, e, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		in, err := getInfra(ctx, e, pc.provider, c)
+		m, c, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
