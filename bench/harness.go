@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -89,6 +88,8 @@ type envOptions struct {
 	ec2 bool
 	// verbosity is the manager's --verbosity (1 = debug logs in manager.log).
 	verbosity int
+	// noManager starts no manager (the floor scenarios write themselves).
+	noManager bool
 }
 
 func startEnvWith(o envOptions) (*env, error) {
@@ -128,6 +129,9 @@ func startEnvWith(o envOptions) (*env, error) {
 	}
 	if err := e.cloud.Start(ctx); err != nil {
 		return nil, err
+	}
+	if o.noManager {
+		return e, nil
 	}
 	if err := e.startManager(o); err != nil {
 		return nil, err
@@ -281,29 +285,11 @@ func (e *env) stop() {
 	_ = os.RemoveAll(e.dir)
 }
 
-// managerWrites sums the manager's own mutating API requests from its client metrics.
-func (e *env) managerWrites() (int64, error) { return writesAt("http://" + e.metricsAddr + "/metrics") }
-
-// writesAt sums the mutating API requests of the controller manager whose metrics are at url
-// (controller-runtime's rest_client_requests_total).
-func writesAt(url string) (int64, error) {
-	families, err := scrapeMetrics(url)
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for _, m := range families["rest_client_requests_total"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "method" && slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, l.GetValue()) {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return int64(total), nil
-}
-
 // managerPeakRSS reads the manager process's peak resident set (VmHWM).
 func (e *env) managerPeakRSS() float64 {
+	if e.mgr == nil {
+		return 0
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.mgr.Process.Pid))
 	if err != nil {
 		return 0

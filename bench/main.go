@@ -114,6 +114,8 @@ var scenarios = map[string]func(n int) (result, error){
 	"migrate":      migrateScale,
 	"sync-latency": syncLatency,
 	"mirror":       mirrorScale,
+	"capi-floor":   capiFloor,
+	"mapi-floor":   mapiFloor,
 }
 
 func usage() {

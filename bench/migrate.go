@@ -140,7 +140,7 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	logStart := logSize(e)
+	logStart, cpu0 := logSize(e), e.readCPU()
 	start := time.Now()
 	if err := requestClusterAPI(ctx, e.client, sets); err != nil {
 		return result{}, err
@@ -150,6 +150,7 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	cpu := cpuReport(cpu0, e.readCPU())
 	after, err := e.snapshot(p)
 	if err != nil {
 		return result{}, err
@@ -164,7 +165,7 @@ func migrateScale(n int) (result, error) {
 		r.Lines = append(r.Lines, fmt.Sprintf("status.authoritativeAPI ClusterAPI everywhere after %.1fs; %s after %.1fs (the seconds column)",
 			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
 	}
-	r.Lines = append(r.Lines, fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
+	r.Lines = append(r.Lines, cpu, fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
 		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n))+writeBreakdown(e, logStart, n))
 	return r, nil
 }

@@ -41,7 +41,7 @@ func mirrorScale(n int) (result, error) {
 	}
 	e.stopManager()
 	fmt.Fprintf(os.Stderr, "bench: %d Machines Running; starting the sync\n", n)
-	logStart := logSize(e)
+	logStart, cpu0 := logSize(e), e.readCPU()
 	start := time.Now()
 	if err := e.startManager(p.env); err != nil {
 		return result{}, err
@@ -54,7 +54,7 @@ func mirrorScale(n int) (result, error) {
 	}); err != nil {
 		return result{}, err
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuReport(cpu0, e.readCPU())
 	time.Sleep(2 * time.Second) // writes that follow the last mirror count too
 	w, err := e.managerWrites()
 	if err != nil {
@@ -62,7 +62,7 @@ func mirrorScale(n int) (result, error) {
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w, ManagerPeakRSSMiB: e.managerPeakRSS(),
 		Extra: fmt.Sprintf("(writes are per mirrored pair; the manager took %.1fs to start)", started.Seconds()) +
-			writeBreakdown(e, logStart, n)}, nil
+			writeBreakdown(e, logStart, n), Lines: []string{cpu}}, nil
 }
 
 // machinesLeft counts how many of the n Machine API Machines expected are missing or not

@@ -3,13 +3,10 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // queueStat is one controller's work queue as its metrics show it: items added, reconciles
@@ -18,20 +15,6 @@ type queueStat struct {
 	adds                     float64
 	waitSum, waitCount       float64
 	reconcileSum, reconcileN float64
-}
-
-// scrapeMetrics reads a Prometheus text endpoint (the manager's or the upstream core's /metrics).
-func scrapeMetrics(url string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // queueSnapshot reads every controller's work-queue and reconcile metrics from the manager.

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times (100 on Linux everywhere
+// Go runs).
+const clockTicks = 100
+
+// cpuSnapshot is the CPU time every process of this machine has used so far, by role, and
+// when it was read.
+type cpuSnapshot struct {
+	at    time.Time
+	ticks map[string]int64
+}
+
+// readCPU reads every process's user+system time and adds it up by role: the lab's
+// processes by their command name, this benchmark (the cloud, its kubelets, the informers
+// and, in the floor scenarios, the writer) and the manager child by pid, everything else
+// as "other".
+func (e *env) readCPU() cpuSnapshot {
+	s := cpuSnapshot{at: time.Now(), ticks: map[string]int64{}}
+	mgr := -1
+	if e.mgr != nil && e.mgr.Process != nil {
+		mgr = e.mgr.Process.Pid
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime(14) stime(15): comm may hold spaces, so split after ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		open := strings.IndexByte(string(b), '(')
+		if i < 0 || open < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		s.ticks[cpuRole(pid, mgr, string(b[open+1:i]))] += ut + st
+	}
+	return s
+}
+
+func cpuRole(pid, mgr int, comm string) string {
+	switch {
+	case pid == os.Getpid():
+		return "bench"
+	case pid == mgr:
+		return "manager"
+	case comm == "kube-apiserver" || comm == "etcd" || comm == "kube-controller":
+		return comm
+	}
+	return "other"
+}
+
+// cpuReport says how the CPU time between two snapshots was spent, in CPU-seconds and as a
+// share of what the machine's cores offered in that time.
+func cpuReport(from, to cpuSnapshot) string {
+	wall := to.at.Sub(from.at).Seconds()
+	type use struct {
+		role string
+		sec  float64
+	}
+	var uses []use
+	var total float64
+	for role, t := range to.ticks {
+		if d := float64(t-from.ticks[role]) / clockTicks; d > 0.05 {
+			uses = append(uses, use{role, d})
+			total += d
+		}
+	}
+	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(b.sec, a.sec) })
+	parts := make([]string, 0, len(uses))
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %.1f", u.role, u.sec))
+	}
+	offered := wall * float64(runtime.NumCPU())
+	return fmt.Sprintf("CPU-seconds in %.1f s: %s; %.0f%% of the %d cores busy", wall, strings.Join(parts, ", "),
+		100*total/offered, runtime.NumCPU())
+}
