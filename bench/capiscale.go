@@ -92,7 +92,7 @@ func capiScale(n int) (result, error) {
 	k0 := e.kubeletWrite.Load()
 	logStart := logSize(e)
 
-	cpu0 := e.readCPU()
+	ph := e.startPhase()
 	start := time.Now()
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
@@ -122,14 +122,14 @@ func capiScale(n int) (result, error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	elapsed, cpu := time.Since(start), cpuReport(cpu0, e.readCPU())
+	elapsed, cpu := time.Since(start), ph.report(n)
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status settling) count too
 	w1, err := e.managerWrites()
 	if err != nil {
 		return result{}, err
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n), Lines: []string{cpu}}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n), Lines: cpu}, nil
 }
 
 func logSize(e *env) int64 {

@@ -94,3 +94,25 @@ func cpuReport(from, to cpuSnapshot) string {
 	return fmt.Sprintf("CPU-seconds in %.1f s: %s; %.0f%% of the %d cores busy", wall, strings.Join(parts, ", "),
 		100*total/offered, runtime.NumCPU())
 }
+
+// phase is a measured interval's start: the CPU times and the apiserver's request counts.
+type phase struct {
+	e    *env
+	cpu  cpuSnapshot
+	reqs map[string]float64
+}
+
+func (e *env) startPhase() phase {
+	reqs, _ := e.apiserverRequests()
+	return phase{e: e, cpu: e.readCPU(), reqs: reqs}
+}
+
+// report says what the interval since p cost: CPU-seconds by process, and the apiserver's
+// requests per Machine by verb and resource.
+func (p phase) report(n int) []string {
+	lines := []string{cpuReport(p.cpu, p.e.readCPU())}
+	if reqs, err := p.e.apiserverRequests(); err == nil && p.reqs != nil {
+		lines = append(lines, requestReport(p.reqs, reqs, n))
+	}
+	return lines
+}

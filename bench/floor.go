@@ -108,7 +108,7 @@ func floorRun(n int, mix floorMix) (result, error) {
 		return result{}, err
 	}
 	w0, k0 := f.writes.Load(), e.kubeletWrite.Load()
-	cpu0 := e.readCPU()
+	ph := e.startPhase()
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(floorWorkers)
@@ -122,10 +122,10 @@ func floorRun(n int, mix floorMix) (result, error) {
 	if err := waitNodesReady(ctx, e.watched, n, start); err != nil {
 		return result{}, err
 	}
-	elapsed, cpu := time.Since(start), cpuReport(cpu0, e.readCPU())
+	elapsed, cpu := time.Since(start), ph.report(n)
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: f.writes.Load() - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
 		Extra: fmt.Sprintf("(no manager: the benchmark's own writes; all written after %.1f s)", written.Seconds()),
-		Lines: []string{cpu}}, nil
+		Lines: cpu}, nil
 }
 
 // watch starts informers of kinds on the benchmark's cache and waits until they synced.

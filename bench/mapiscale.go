@@ -102,7 +102,7 @@ func mapiScale(n int) (result, error) {
 	}
 	k0, c0, logStart := e.kubeletWrite.Load(), p.calls(e), logSize(e)
 
-	cpu0 := e.readCPU()
+	ph := e.startPhase()
 	start := time.Now()
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
@@ -111,7 +111,7 @@ func mapiScale(n int) (result, error) {
 	if err := waitMachinesUp(ctx, e.watched, ms.Namespace, n, start); err != nil {
 		return result{}, err
 	}
-	elapsed, cpu := time.Since(start), cpuReport(cpu0, e.readCPU())
+	elapsed, cpu := time.Since(start), ph.report(n)
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status resync) count too
 	w1, err := e.managerWrites()
 	if err != nil {
@@ -119,7 +119,7 @@ func mapiScale(n int) (result, error) {
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
 		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n),
-		Lines: []string{cpu}}, nil
+		Lines: cpu}, nil
 }
 
 // waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;

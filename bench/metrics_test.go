@@ -45,3 +45,14 @@ workqueue_adds_total{controller="b",name="b"} 4
 		t.Errorf("queue report %q: want a (10 added) before b (4)", got)
 	}
 }
+
+// TestRequestReport: the apiserver's requests between two readings, per Machine, busiest first.
+func TestRequestReport(t *testing.T) {
+	before := map[string]float64{"PATCH machines/status": 100, "GET nodes": 50}
+	after := map[string]float64{"PATCH machines/status": 300, "GET nodes": 60, "LIST machines": 40}
+	got := requestReport(before, after, 100)
+	want := "apiserver requests per Machine, every client: 2.5 (PATCH machines/status 2.00, LIST machines 0.40, GET nodes 0.10)"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -140,7 +140,8 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	logStart, cpu0 := logSize(e), e.readCPU()
+	logStart, ph := logSize(e), e.startPhase()
+	k0 := e.kubeletWrite.Load()
 	start := time.Now()
 	if err := requestClusterAPI(ctx, e.client, sets); err != nil {
 		return result{}, err
@@ -150,7 +151,7 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cpu := cpuReport(cpu0, e.readCPU())
+	cpu := ph.report(n)
 	after, err := e.snapshot(p)
 	if err != nil {
 		return result{}, err
@@ -159,13 +160,14 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r := result{N: n, Seconds: takeover.Seconds(), ManagerWrites: after.writes - before.writes, ManagerPeakRSSMiB: e.managerPeakRSS(),
-		Extra: fmt.Sprintf("(%d MachineSets; requests written in %.1fs; %d cloud instances for %d Machines)", len(sets), requested.Seconds(), instances, n)}
+	r := result{N: n, Seconds: takeover.Seconds(), ManagerWrites: after.writes - before.writes, KubeletWrites: e.kubeletWrite.Load() - k0,
+		ManagerPeakRSSMiB: e.managerPeakRSS(),
+		Extra:             fmt.Sprintf("(%d MachineSets; requests written in %.1fs; %d cloud instances for %d Machines)", len(sets), requested.Seconds(), instances, n)}
 	if p.takeover != nil {
 		r.Lines = append(r.Lines, fmt.Sprintf("status.authoritativeAPI ClusterAPI everywhere after %.1fs; %s after %.1fs (the seconds column)",
 			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
 	}
-	r.Lines = append(r.Lines, cpu, fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
+	r.Lines = append(append(r.Lines, cpu...), fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
 		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n))+writeBreakdown(e, logStart, n))
 	return r, nil
 }
