@@ -45,20 +45,28 @@ func validate(ms *machinev1beta1.MachineSet) error {
 // ownedMachines returns the MachineSet's Machines, adopting orphans that match its selector
 // and releasing owned ones that no longer match.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
-	sel, _ := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	// Only the Machines the selector matches, and the cached objects themselves, not copies:
+	// the set is listed on every event of its Machines, and a namespace of a thousand
+	// Machines copied on each was a third of the manager's CPU while mirroring (profiled).
+	// Nothing here changes a listed Machine but adopt, which copies it first.
 	var list machinev1beta1.MachineList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*machinev1beta1.Machine
 	for i := range list.Items {
 		m := &list.Items[i]
 		ref := metav1.GetControllerOf(m)
-		matches := sel.Matches(labels.Set(m.Labels))
 		switch {
-		case ref != nil && ref.UID == ms.UID && matches:
+		case ref != nil && ref.UID == ms.UID:
 			out = append(out, m)
-		case ref == nil && matches && m.DeletionTimestamp.IsZero():
+		case ref == nil && m.DeletionTimestamp.IsZero():
+			m = m.DeepCopy()
 			if err := r.adopt(ctx, ms, m); err != nil {
 				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 					continue
