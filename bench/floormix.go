@@ -38,10 +38,15 @@ func capiFloorSetup(ctx context.Context, f *floorEnv) error {
 			Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"bench": "capi-floor"}},
 				Spec: clusterv1.MachineSpec{ClusterName: "bench", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bench-bootstrap")},
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "SimMachineTemplate", Name: "bench"}}}}}
+	return f.createOwner(ctx, ms, clusterv1.GroupVersion.String())
+}
+
+// createOwner creates the MachineSet (of apiVersion) the Machines will belong to.
+func (f *floorEnv) createOwner(ctx context.Context, ms client.Object, apiVersion string) error {
 	if err := f.client.Create(ctx, ms); err != nil {
 		return err
 	}
-	f.owner = metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: ms.Name, UID: ms.UID,
+	f.owner = metav1.OwnerReference{APIVersion: apiVersion, Kind: "MachineSet", Name: ms.GetName(), UID: ms.GetUID(),
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	return nil
 }
@@ -146,12 +151,7 @@ func mapiFloorSetup(ctx context.Context, f *floorEnv) error {
 	if err != nil {
 		return err
 	}
-	if err := f.client.Create(ctx, ms); err != nil {
-		return err
-	}
-	f.owner = metav1.OwnerReference{APIVersion: machinev1beta1.GroupVersion.String(), Kind: "MachineSet", Name: ms.Name, UID: ms.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-	return nil
+	return f.createOwner(ctx, ms, machinev1beta1.GroupVersion.String())
 }
 
 func mapiFloorMachine(ctx context.Context, f *floorEnv, i int) error {
