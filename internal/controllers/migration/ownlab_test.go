@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -75,7 +74,6 @@ type infraView struct {
 	instanceState string
 }
 
-// getInfra reads the InfraMachine the Cluster API Machine c references, as p's kind.
 // getAll reads both Machines called name and the Cluster API one's InfraMachine.
 func getAll(ctx context.Context, e *testenv.Env, p provider.Provider, name string) (*machinev1beta1.Machine, *clusterv1.Machine, *infraView, error) {
 	m, c, err := getBoth(ctx, e, name)
@@ -86,6 +84,7 @@ func getAll(ctx context.Context, e *testenv.Env, p provider.Provider, name strin
 	return m, c, in, err
 }
 
+// getInfra reads the InfraMachine the Cluster API Machine c references, as p's kind.
 func getInfra(ctx context.Context, e *testenv.Env, p provider.Provider, c *clusterv1.Machine) (*infraView, error) {
 	if ref := c.Spec.InfrastructureRef; ref.Kind != p.InfraMachine.Kind || ref.APIGroup != p.InfraMachine.Group {
 		return nil, fmt.Errorf("Machine %s references %s.%s %s, want a %s", c.Name, ref.Kind, ref.APIGroup, ref.Name, p.InfraMachine.Kind)

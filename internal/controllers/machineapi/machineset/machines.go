@@ -42,8 +42,9 @@ func validate(ms *machinev1beta1.MachineSet) error {
 	return nil
 }
 
-// ownedMachines returns the MachineSet's Machines, adopting orphans that match its selector
-// and releasing owned ones that no longer match.
+// ownedMachines returns the MachineSet's Machines that its selector matches, adopting the
+// orphans among them. A Machine it controls whose labels no longer match is left out (not
+// counted, not released).
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 	if err != nil {
