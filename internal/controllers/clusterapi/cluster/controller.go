@@ -8,6 +8,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -73,7 +76,7 @@ type Reconciler struct {
 // bring their Cluster back when they change, so deletion moves on as soon as they are gone.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.writes.Interval = StatusInterval
-	toCluster := handler.EnqueueRequestsFromMapFunc(descendantToCluster)
+	toCluster := descendantHandler()
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-cluster").
 		For(&clusterv1.Cluster{}).
@@ -90,12 +93,52 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-func descendantToCluster(_ context.Context, o client.Object) []reconcile.Request {
+// descendantCoalesce is how long a Cluster waits for more of its descendants' progress
+// before a pass recounts them.
+const descendantCoalesce = time.Second
+
+// descendantHandler brings a descendant's Cluster back: at once when the descendant comes,
+// goes, starts deleting or moves between Clusters or roles; a second later, coalesced, when
+// only its spec or status moved. A pass lists every descendant, and while thousands of
+// Machines come up a pass per Machine update was the Cluster's largest cost (profiled).
+func descendantHandler() handler.Funcs {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	now := func(o client.Object, q queue) {
+		if req, ok := clusterOf(o); ok {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc:  func(_ context.Context, e event.CreateEvent, q queue) { now(e.Object, q) },
+		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { now(e.Object, q) },
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { now(e.Object, q) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			if progressOnly(e.ObjectOld, e.ObjectNew) {
+				if req, ok := clusterOf(e.ObjectNew); ok {
+					q.AddAfter(req, descendantCoalesce)
+				}
+				return
+			}
+			now(e.ObjectOld, q)
+			now(e.ObjectNew, q)
+		},
+	}
+}
+
+// progressOnly: an update that leaves the descendant's labels (its Cluster, its role) and
+// deletion state as they were.
+func progressOnly(old, cur client.Object) bool {
+	return old.GetDeletionTimestamp().IsZero() && cur.GetDeletionTimestamp().IsZero() &&
+		maps.Equal(old.GetLabels(), cur.GetLabels())
+}
+
+// clusterOf names the Cluster o belongs to, by its cluster-name label.
+func clusterOf(o client.Object) (reconcile.Request, bool) {
 	name := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {
-		return nil
+		return reconcile.Request{}, false
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}, true
 }
 
 // Reconcile is one pass over a Cluster: paused gate, then the deletion or normal steps; every
