@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,6 +107,8 @@ type Kubelet struct {
 	// terminating records when each terminating pod was first seen (its grace period
 	// counts from there).
 	terminating map[types.UID]time.Time
+	// written is the last Lease of each Node this kubelet wrote (see currentLease).
+	written map[string]*coordinationv1.Lease
 }
 
 // target is what one instance wants of its Node.
@@ -165,6 +168,7 @@ func New(opts Options) (*Kubelet, error) {
 		targets:     map[string]*target{},
 		known:       map[string]bool{},
 		terminating: map[types.UID]time.Time{},
+		written:     map[string]*coordinationv1.Lease{},
 	}, nil
 }
 

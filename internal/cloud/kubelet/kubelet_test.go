@@ -380,6 +380,26 @@ func TestKubelet(t *testing.T) {
 		})
 	})
 
+	t.Run("Lease deleted behind its back comes back", func(t *testing.T) {
+		e := newEnv(t)
+		inst := e.run("s1.small", nil)
+		n := e.waitReady(inst.Hostname, corev1.ConditionTrue)
+		var old *coordinationv1.Lease
+		e.eventually("Lease", func() (l bool, err error) {
+			old, err = e.lease(inst.Hostname)
+			return err == nil, err
+		})
+		if err := kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(e.ctx(), inst.Hostname, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The kubelet remembers the Lease it last wrote; renewing it finds it gone and
+		// creates it again.
+		e.eventually("a new Lease", func() (bool, error) {
+			l, err := e.lease(inst.Hostname)
+			return err == nil && l.UID != old.UID && len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == n.UID, err
+		})
+	})
+
 	t.Run("Node of an unknown instance is deleted", func(t *testing.T) {
 		e := newEnv(t)
 		stray := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "stray"},

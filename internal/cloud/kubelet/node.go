@@ -104,6 +104,7 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 
 func (k *Kubelet) deleteNode(ctx context.Context, node *corev1.Node) error {
 	uid := node.UID
+	k.forgetLease(node.Name)
 	err := k.client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil

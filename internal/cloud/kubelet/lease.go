@@ -1,0 +1,110 @@
+package kubelet
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// renewLease creates or renews the Node's Lease in kube-node-lease.
+func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node, now time.Time) error {
+	cur, err := k.currentLease(node.Name)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return k.createLease(ctx, node, now)
+	}
+	if cur.Spec.RenewTime != nil && now.Sub(cur.Spec.RenewTime.Time) < k.opts.RenewInterval {
+		return nil
+	}
+	l := cur.DeepCopy()
+	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(now))
+	l.Spec.HolderIdentity = ptr.To(node.Name)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(k.opts.LeaseDuration / time.Second))
+	if len(l.OwnerReferences) == 0 || l.OwnerReferences[0].UID != node.UID {
+		// A Lease left over from an earlier Node of the same name.
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+	}
+	updated, err := k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
+	k.wrote(node.Name, updated, err)
+	return err
+}
+
+// currentLease is the newer of the informer's Lease and the one this kubelet last wrote (the
+// informer lags behind its own writes: a Node's next look right after its Lease was
+// created or renewed would otherwise create it again or renew it twice). nil: none.
+func (k *Kubelet) currentLease(name string) (*coordinationv1.Lease, error) {
+	cached, err := k.leases.Leases(corev1.NamespaceNodeLease).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	k.mu.Lock()
+	mine := k.written[name]
+	k.mu.Unlock()
+	switch {
+	case mine == nil:
+		return cached, nil
+	case cached == nil || renewedAfter(mine, cached):
+		return mine, nil
+	}
+	return cached, nil
+}
+
+func renewedAfter(a, b *coordinationv1.Lease) bool {
+	return a.Spec.RenewTime != nil && (b.Spec.RenewTime == nil || a.Spec.RenewTime.After(b.Spec.RenewTime.Time))
+}
+
+func (k *Kubelet) createLease(ctx context.Context, node *corev1.Node, now time.Time) error {
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            node.Name,
+			Namespace:       corev1.NamespaceNodeLease,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(node.Name),
+			LeaseDurationSeconds: ptr.To(int32(k.opts.LeaseDuration / time.Second)),
+			RenewTime:            ptr.To(metav1.NewMicroTime(now)),
+		},
+	}
+	leases := k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	created, err := leases.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Written by an earlier run of this kubelet (nothing here is remembered across
+		// restarts): renew the live object.
+		cur, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		k.wrote(node.Name, cur, nil)
+		return k.renewLease(ctx, node, now)
+	}
+	k.wrote(node.Name, created, err)
+	return err
+}
+
+// wrote records the Lease a write returned; a Lease that is gone or changed under us is
+// forgotten, so that the next look starts from the informer again.
+func (k *Kubelet) wrote(name string, l *coordinationv1.Lease, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case err == nil && l != nil:
+		k.written[name] = l
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		delete(k.written, name)
+	}
+}
+
+// forgetLease drops what this kubelet remembers of a Node's Lease (its Node is gone).
+func (k *Kubelet) forgetLease(name string) {
+	k.mu.Lock()
+	delete(k.written, name)
+	k.mu.Unlock()
+}
