@@ -107,8 +107,9 @@ type Kubelet struct {
 	// terminating records when each terminating pod was first seen (its grace period
 	// counts from there).
 	terminating map[types.UID]time.Time
-	// written is the last Lease of each Node this kubelet wrote (see currentLease).
-	written map[string]*coordinationv1.Lease
+	// written and ownNodes: the last Lease and Node of each Node this kubelet wrote (own.go).
+	written  map[string]*coordinationv1.Lease
+	ownNodes map[string]ownNode
 }
 
 // target is what one instance wants of its Node.
@@ -169,6 +170,7 @@ func New(opts Options) (*Kubelet, error) {
 		known:       map[string]bool{},
 		terminating: map[types.UID]time.Time{},
 		written:     map[string]*coordinationv1.Lease{},
+		ownNodes:    map[string]ownNode{},
 	}, nil
 }
 
@@ -371,8 +373,7 @@ func (k *Kubelet) sweep() {
 
 // needsWork is a cheap check against the caches.
 func (k *Kubelet) needsWork(t *target, now time.Time) bool {
-	node, err := k.nodes.Get(t.inst.Hostname)
-	exists := err == nil
+	node, exists, _ := k.currentNode(t.inst.Hostname, now)
 	switch t.inst.State {
 	case api.StatePending:
 		return false
@@ -383,8 +384,8 @@ func (k *Kubelet) needsWork(t *target, now time.Time) bool {
 		return true
 	}
 	if !t.notReady {
-		lease, err := k.leases.Leases(corev1.NamespaceNodeLease).Get(node.Name)
-		if err != nil || lease.Spec.RenewTime == nil || now.Sub(lease.Spec.RenewTime.Time) >= k.opts.RenewInterval {
+		lease, err := k.currentLease(node.Name)
+		if err != nil || lease == nil || lease.Spec.RenewTime == nil || now.Sub(lease.Spec.RenewTime.Time) >= k.opts.RenewInterval {
 			return true
 		}
 		pods, _ := k.pods.ByIndex(podNodeIndex, node.Name)

@@ -36,26 +36,6 @@ func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node, now time.Ti
 	return err
 }
 
-// currentLease is the newer of the informer's Lease and the one this kubelet last wrote (the
-// informer lags behind its own writes: a Node's next look right after its Lease was
-// created or renewed would otherwise create it again or renew it twice). nil: none.
-func (k *Kubelet) currentLease(name string) (*coordinationv1.Lease, error) {
-	cached, err := k.leases.Leases(corev1.NamespaceNodeLease).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
-	}
-	k.mu.Lock()
-	mine := k.written[name]
-	k.mu.Unlock()
-	switch {
-	case mine == nil:
-		return cached, nil
-	case cached == nil || renewedAfter(mine, cached):
-		return mine, nil
-	}
-	return cached, nil
-}
-
 func renewedAfter(a, b *coordinationv1.Lease) bool {
 	return a.Spec.RenewTime != nil && (b.Spec.RenewTime == nil || a.Spec.RenewTime.After(b.Spec.RenewTime.Time))
 }
@@ -87,24 +67,4 @@ func (k *Kubelet) createLease(ctx context.Context, node *corev1.Node, now time.T
 	}
 	k.wrote(node.Name, created, err)
 	return err
-}
-
-// wrote records the Lease a write returned; a Lease that is gone or changed under us is
-// forgotten, so that the next look starts from the informer again.
-func (k *Kubelet) wrote(name string, l *coordinationv1.Lease, err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	switch {
-	case err == nil && l != nil:
-		k.written[name] = l
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		delete(k.written, name)
-	}
-}
-
-// forgetLease drops what this kubelet remembers of a Node's Lease (its Node is gone).
-func (k *Kubelet) forgetLease(name string) {
-	k.mu.Lock()
-	delete(k.written, name)
-	k.mu.Unlock()
 }

@@ -42,11 +42,10 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 	known := k.known
 	k.mu.Unlock()
 	now := k.now()
-	node, err := k.nodes.Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
+	node, exists, err := k.currentNode(name, now)
+	if err != nil {
 		return 0, err
 	}
-	exists := err == nil
 	if t == nil {
 		// The instance was purged (or never existed): remove its Node.
 		if exists {
@@ -83,12 +82,15 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 	// Running.
 	if !exists {
 		node, err = k.createNode(ctx, t, now)
+		k.wroteNode(name, node, err, now)
 		if err != nil {
 			return 0, err
 		}
 	}
 	if !k.statusCurrent(node, t, now) {
-		if node, err = k.postStatus(ctx, node, t, now); err != nil {
+		node, err = k.postStatus(ctx, node, t, now)
+		k.wroteNode(name, node, err, now)
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -104,7 +106,7 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) (time.Duration, err
 
 func (k *Kubelet) deleteNode(ctx context.Context, node *corev1.Node) error {
 	uid := node.UID
-	k.forgetLease(node.Name)
+	k.forget(node.Name)
 	err := k.client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
