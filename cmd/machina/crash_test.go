@@ -14,6 +14,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -213,12 +214,20 @@ func scaleCAPI(ctx context.Context, c client.Client, name string, n int32) error
 		time.Sleep(200 * time.Millisecond)
 	}
 	capi := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-cluster-api", Name: name}}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s := &autoscalingv1.Scale{}
-		if err := c.SubResource("scale").Get(ctx, capi, s); err != nil {
+	for {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s := &autoscalingv1.Scale{}
+			if err := c.SubResource("scale").Get(ctx, capi, s); err != nil {
+				return err
+			}
+			s.Spec.Replicas = n
+			return c.SubResource("scale").Update(ctx, capi, client.WithSubResourceBody(s))
+		})
+		// A MachineSet the sync first saw after the request was made starts out in the
+		// Cluster API (its authority follows the spec) and its copy there is created next.
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
 			return err
 		}
-		s.Spec.Replicas = n
-		return c.SubResource("scale").Update(ctx, capi, client.WithSubResourceBody(s))
-	})
+		time.Sleep(200 * time.Millisecond)
+	}
 }

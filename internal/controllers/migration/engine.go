@@ -108,12 +108,15 @@ func (e *engine) step(ctx context.Context, s subject) (ctrl.Result, error) {
 // start checks that the resource can move and marks it Migrating.
 func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.MachineAuthority) (ctrl.Result, error) {
 	obj := s.mapiObject()
-	e.pending.observe(obj)
+	age := e.pending.observe(obj)
 	if ok, why := s.synchronized(); !ok {
 		if mapicond.IsTrue(*s.conditions(), synccommon.SynchronizedCondition) {
 			// The copies matched; the sync has yet to see the latest generation (the request
-			// itself bumped it). Nothing is wrong: wait without a warning.
-			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+			// itself bumped it). Nothing is wrong: wait without a warning, and say so only
+			// if it lasts.
+			if age >= quietWait {
+				e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+			}
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
@@ -134,10 +137,17 @@ func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.M
 	return ctrl.Result{}, nil
 }
 
+// quietWait is how long a migration waits for something routine (the sync catching up with
+// the generation the request itself bumped; the old side acknowledging its pause) before its
+// condition says so. Both usually take under a second, and reporting each cost a status write
+// per Machine, half of them conflicting with the very write they waited for (measured: bench
+// migrate).
+const quietWait = 5 * time.Second
+
 // handover walks the steps from `from` to `to`; each step not yet done returns.
 func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
 	obj := s.mapiObject()
-	e.pending.observe(obj)
+	age := e.pending.observe(obj)
 	// 1. The old side is paused and says so.
 	if from == machinev1beta1.MachineAuthorityClusterAPI {
 		if err := s.pauseCAPI(ctx, e.client, true); err != nil {
@@ -148,7 +158,9 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
+		if age >= quietWait {
+			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
+		}
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	// 2. The latest state of the old side is synchronised.

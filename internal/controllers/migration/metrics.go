@@ -18,7 +18,8 @@ var pendingSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 func init() { metrics.Registry.MustRegister(pendingSeconds) }
 
 // pendingMetric tracks when each pending request was first seen by this process. The age is
-// an observation for alerting only; no decision depends on it.
+// an observation for alerting and for when a routine wait is worth reporting (quietWait);
+// no step of the handover depends on it.
 type pendingMetric struct {
 	kind  string
 	mu    sync.Mutex
@@ -29,7 +30,8 @@ func newPendingMetric(kind string) *pendingMetric {
 	return &pendingMetric{kind: kind, since: map[string]time.Time{}}
 }
 
-func (p *pendingMetric) observe(o client.Object) {
+// observe records the request and returns how long this process has seen it pending.
+func (p *pendingMetric) observe(o client.Object) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := o.GetNamespace() + "/" + o.GetName()
@@ -38,7 +40,9 @@ func (p *pendingMetric) observe(o client.Object) {
 		t = time.Now()
 		p.since[k] = t
 	}
-	pendingSeconds.WithLabelValues(p.kind, o.GetNamespace(), o.GetName()).Set(time.Since(t).Seconds())
+	age := time.Since(t)
+	pendingSeconds.WithLabelValues(p.kind, o.GetNamespace(), o.GetName()).Set(age.Seconds())
+	return age
 }
 
 func (p *pendingMetric) done(o client.Object) { p.forget(client.ObjectKeyFromObject(o)) }
