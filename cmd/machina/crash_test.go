@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func TestManagerKilledAtRandomConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
+	t.Cleanup(func() { explainFailure(t, bin, kubeconfig, logPath) })
 	var mgr *exec.Cmd
 	start := func() {
 		mgr = exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--cloud-url", e.Server.URL(),
@@ -230,4 +232,17 @@ func scaleCAPI(ctx context.Context, c client.Client, name string, n int32) error
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// explainFailure puts into a failed test's output what its temporary directory takes away
+// with it: both APIs side by side (`machina describe`) and the end of the manager's log.
+func explainFailure(t *testing.T, bin, kubeconfig, logPath string) {
+	if !t.Failed() {
+		return
+	}
+	out, err := exec.Command(bin, "describe", "--kubeconfig", kubeconfig, "--color=never").CombinedOutput()
+	t.Logf("machina describe (%v):\n%s", err, out)
+	b, _ := os.ReadFile(logPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	t.Logf("last lines of the manager log:\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
 }
