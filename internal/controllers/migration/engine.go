@@ -117,7 +117,7 @@ func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.M
 			if age >= quietWait {
 				e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
 			}
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+			return ctrl.Result{RequeueAfter: nextLook(age)}, nil
 		}
 		msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
 		if e.setCondition(ctx, s, corev1.ConditionFalse, NotSynchronizedReason, msg) {
@@ -144,6 +144,13 @@ func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.M
 // migrate).
 const quietWait = 5 * time.Second
 
+// nextLook is when a routine wait is looked at again if no event comes first (the sync's
+// write and the acknowledgement are both watched): when it is due to be reported, then every
+// second.
+func nextLook(age time.Duration) time.Duration {
+	return max(time.Second, quietWait-age)
+}
+
 // handover walks the steps from `from` to `to`; each step not yet done returns.
 func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
 	obj := s.mapiObject()
@@ -161,7 +168,7 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 		if age >= quietWait {
 			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
 		}
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return ctrl.Result{RequeueAfter: nextLook(age)}, nil
 	}
 	// 2. The latest state of the old side is synchronised.
 	if ok, why := s.synchronized(); !ok {
