@@ -310,9 +310,10 @@ func nodeReadyFalse(t *testing.T, e *testenv.Env, m machinev1beta1.Machine) *api
 	return f
 }
 
-// The outage of issue #24: three Machines, maxUnhealthy 1, Nodes failing 30 s apart with a
-// 60 s timeout. When the first Node is past its timeout the second is failing too: two of
-// three are not healthy, so the first is not remediated although it alone is eligible.
+// The outage of issue #24: three Machines, maxUnhealthy 1, Nodes failing 8 s apart with a
+// 24 s timeout. When the first Node is past its timeout the second is failing too (16 s for
+// its kubelet to report it, a second or two normally): two of three are not healthy, so the
+// first is not remediated although it alone is eligible.
 func testMHCOutageStopsRemediation(t *testing.T) {
 	e := env.For(t)
 	ctx := context.Background()
@@ -323,7 +324,7 @@ func testMHCOutageStopsRemediation(t *testing.T) {
 	machines := waitRunning(t, e, ms, 3)
 	mhc := newMHC("mhc-outage", ms.Spec.Selector.MatchLabels, "1")
 	for i := range mhc.Spec.UnhealthyConditions {
-		mhc.Spec.UnhealthyConditions[i].Timeout.Duration = time.Minute
+		mhc.Spec.UnhealthyConditions[i].Timeout.Duration = 24 * time.Second
 	}
 	if err := e.Client.Create(ctx, mhc); err != nil {
 		t.Fatal(err)
@@ -335,9 +336,9 @@ func testMHCOutageStopsRemediation(t *testing.T) {
 	// The kubelets keep heartbeating and report Ready=False (a NotReady fault would stop the
 	// Lease too, and the node lifecycle controller's Unknown would restart the timeout).
 	first := nodeReadyFalse(t, e, machines[0])
-	e.Eventually(90*time.Second, "first Node NotReady for 30s", func(ctx context.Context) (bool, string, error) {
+	e.Eventually(90*time.Second, "first Node NotReady for 8s", func(ctx context.Context) (bool, string, error) {
 		d, err := notReadyFor(ctx, e, machines[0])
-		return d >= 30*time.Second, fmt.Sprint(d, err), err
+		return d >= 8*time.Second, fmt.Sprint(d, err), err
 	})
 	second := nodeReadyFalse(t, e, machines[1])
 	want := "Remediation is not allowed: 2 of 3 Machines are not healthy, more than spec.maxUnhealthy 1 allows; " +

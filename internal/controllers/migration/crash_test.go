@@ -200,7 +200,9 @@ func infraStep(to machinev1beta1.MachineAuthority, m *machinev1beta1.Machine, c 
 // controller is that side's provider.
 //
 // The platforms' labs run side by side (each subtest waits on conditions, not on time): the
-// package is the suite's longest.
+// package is the suite's longest. So, after it, do the package's other tests with labs of
+// their own (TestMigration, TestMachineHealthCheckMigration, TestMixedClusterHealthCheck,
+// TestPlatformsWithoutController), as many at a time as -test.parallel allows (the cores).
 func TestOwnLab(t *testing.T) {
 	eachPlatform(t, func(t *testing.T, pc platformCase) {
 		t.Parallel()

@@ -31,6 +31,7 @@ const (
 )
 
 func TestMachineHealthCheckMigration(t *testing.T) {
+	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
 	e.SeedCluster("lab")
 	t.Run("HandoverBothWaysKeepsRemediating", func(t *testing.T) { testMHCHandover(t, e.For(t)) })

@@ -82,6 +82,7 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 // Cluster API, a launch in flight) run in TestOwnLab instead, where aws has the real CAPA
 // (capaStandIn launches nothing).
 func TestMigration(t *testing.T) {
+	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
 	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim,autoscaling", EC2: true})
 	env.SeedCluster("lab")
 	env.ServeAWSMachines("us-east-1")

@@ -27,6 +27,7 @@ import (
 //
 // Only the check with authority acts (breakAndWaitRemediatedBy counts both checks' events).
 func TestMixedClusterHealthCheck(t *testing.T) {
+	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
 	e.SeedCluster("lab")
 	ctx := context.Background()

@@ -198,6 +198,7 @@ func powervsSpec(cluster, systemType string) *runtime.RawExtension {
 // The Infrastructure is cluster-wide, so each platform's subtests run in turn with the
 // Infrastructure and a Cluster of their own (uncontrolledLab.use).
 func TestPlatformsWithoutController(t *testing.T) {
+	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
 	var ps []provider.Provider
 	for _, u := range uncontrolledPlatforms() {
 		ps = append(ps, u.provider)
