@@ -107,9 +107,10 @@ type Kubelet struct {
 	// terminating records when each terminating pod was first seen (its grace period
 	// counts from there).
 	terminating map[types.UID]time.Time
-	// written and ownNodes: the last Lease and Node of each Node this kubelet wrote (own.go).
-	written  map[string]*coordinationv1.Lease
-	ownNodes map[string]ownNode
+	// ownLeases and ownNodes: the last Lease and Node of each Node this kubelet wrote
+	// (own.go).
+	ownLeases map[string]*coordinationv1.Lease
+	ownNodes  map[string]ownNode
 }
 
 // target is what one instance wants of its Node.
@@ -169,7 +170,7 @@ func New(opts Options) (*Kubelet, error) {
 		targets:     map[string]*target{},
 		known:       map[string]bool{},
 		terminating: map[types.UID]time.Time{},
-		written:     map[string]*coordinationv1.Lease{},
+		ownLeases:   map[string]*coordinationv1.Lease{},
 		ownNodes:    map[string]ownNode{},
 	}, nil
 }

@@ -32,12 +32,8 @@ func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node, now time.Ti
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
 	}
 	updated, err := k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
-	k.wrote(node.Name, updated, err)
+	k.wroteLease(node.Name, updated, err)
 	return err
-}
-
-func renewedAfter(a, b *coordinationv1.Lease) bool {
-	return a.Spec.RenewTime != nil && (b.Spec.RenewTime == nil || a.Spec.RenewTime.After(b.Spec.RenewTime.Time))
 }
 
 func (k *Kubelet) createLease(ctx context.Context, node *corev1.Node, now time.Time) error {
@@ -62,9 +58,9 @@ func (k *Kubelet) createLease(ctx context.Context, node *corev1.Node, now time.T
 		if err != nil {
 			return err
 		}
-		k.wrote(node.Name, cur, nil)
+		k.wroteLease(node.Name, cur, nil)
 		return k.renewLease(ctx, node, now)
 	}
-	k.wrote(node.Name, created, err)
+	k.wroteLease(node.Name, created, err)
 	return err
 }

@@ -23,16 +23,15 @@ type ownNode struct {
 	at   time.Time
 }
 
-// currentLease is the newer of the informer's Lease and the one this kubelet last wrote (the
-// informer lags behind its own writes: a Node's next look right after its Lease was
-// created or renewed would otherwise create it again or renew it twice). nil: none.
+// currentLease is the newer (by renewTime) of the informer's Lease and the one this kubelet
+// last wrote; nil: none.
 func (k *Kubelet) currentLease(name string) (*coordinationv1.Lease, error) {
 	cached, err := k.leases.Leases(corev1.NamespaceNodeLease).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	k.mu.Lock()
-	mine := k.written[name]
+	mine := k.ownLeases[name]
 	k.mu.Unlock()
 	switch {
 	case mine == nil:
@@ -41,6 +40,10 @@ func (k *Kubelet) currentLease(name string) (*coordinationv1.Lease, error) {
 		return mine, nil
 	}
 	return cached, nil
+}
+
+func renewedAfter(a, b *coordinationv1.Lease) bool {
+	return a.Spec.RenewTime != nil && (b.Spec.RenewTime == nil || a.Spec.RenewTime.After(b.Spec.RenewTime.Time))
 }
 
 // currentNode is the newer of the informer's Node and the one this kubelet last wrote; the
@@ -85,23 +88,23 @@ func (k *Kubelet) wroteNode(name string, n *corev1.Node, err error, now time.Tim
 	}
 }
 
-// wrote records the Lease a write returned; a Lease that is gone or changed under us is
+// wroteLease records the Lease a write returned; a Lease that is gone or changed under us is
 // forgotten, so that the next look starts from the informer again.
-func (k *Kubelet) wrote(name string, l *coordinationv1.Lease, err error) {
+func (k *Kubelet) wroteLease(name string, l *coordinationv1.Lease, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch {
 	case err == nil && l != nil:
-		k.written[name] = l
+		k.ownLeases[name] = l
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		delete(k.written, name)
+		delete(k.ownLeases, name)
 	}
 }
 
 // forget drops what this kubelet remembers of a Node and its Lease (the Node is gone).
 func (k *Kubelet) forget(name string) {
 	k.mu.Lock()
-	delete(k.written, name)
+	delete(k.ownLeases, name)
 	delete(k.ownNodes, name)
 	k.mu.Unlock()
 }

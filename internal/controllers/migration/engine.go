@@ -145,8 +145,8 @@ func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.M
 const quietWait = 5 * time.Second
 
 // nextLook is when a routine wait is looked at again if no event comes first (the sync's
-// write and the acknowledgement are both watched): when it is due to be reported, then every
-// second.
+// write and the Machine API copy's acknowledgement are both watched): when it is due to be
+// reported, then every second.
 func nextLook(age time.Duration) time.Duration {
 	return max(time.Second, quietWait-age)
 }
@@ -167,6 +167,10 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 		}
 		if age >= quietWait {
 			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
+		}
+		if from == machinev1beta1.MachineAuthorityClusterAPI {
+			// The InfraMachine's acknowledgement is not watched here: look every second.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{RequeueAfter: nextLook(age)}, nil
 	}
