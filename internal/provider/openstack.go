@@ -14,7 +14,8 @@ import (
 
 // OpenStack is OpenStack through the Cluster API Provider OpenStack (CAPO, v1beta1). Its
 // conversion needs no region (the clouds secret names it); what it takes from the cluster
-// is the API and ingress virtual IPs of the Infrastructure object.
+// is the API and ingress virtual IPs of the Infrastructure object and, for control-plane
+// Machines, the OpenStackCluster's API server load balancer and floating IP settings.
 func OpenStack() Provider {
 	return Provider{
 		Name:                   "openstack",
@@ -37,24 +38,43 @@ func OpenStack() Provider {
 			_ = json.Unmarshal(raw, &t) // a malformed value has neither; conversion reports it
 			return len(t.Flavor) > 0 || len(t.CloudsSecret) > 0
 		},
-		ApplyClusterObject: func(p convert.Platform, obj client.Object) convert.Platform {
-			op, ok := p.(openstack.Platform)
-			infra, isInfra := obj.(*configv1.Infrastructure)
-			if !ok || !isInfra {
-				return p
-			}
-			return op.WithInfrastructure(infra)
-		},
+		ApplyClusterObject: openstackApplyClusterObject,
 	}
 }
 
-// openstackContext builds the context from the Infrastructure: the cluster name and, when it
-// has OpenStack platform status, the virtual IPs. Without them, Machines convert with a
-// warning that their network ports do not allow the virtual IPs.
-func openstackContext(_ context.Context, _ client.Reader, infra *configv1.Infrastructure, _ string) (convert.Context, error) {
+// openstackApplyClusterObject adds an Infrastructure's virtual IPs or an OpenStackCluster's
+// API server ingress to an OpenStack platform.
+func openstackApplyClusterObject(p convert.Platform, obj client.Object) convert.Platform {
+	op, ok := p.(openstack.Platform)
+	if !ok {
+		return p
+	}
+	switch o := obj.(type) {
+	case *configv1.Infrastructure:
+		return op.WithInfrastructure(o)
+	case *capov1.OpenStackCluster:
+		return op.WithOpenStackCluster(o)
+	}
+	return p
+}
+
+// openstackContext builds the context from the Infrastructure (the cluster name and, when it
+// has OpenStack platform status, the virtual IPs; without them, Machines convert with a
+// warning that their network ports do not allow the virtual IPs) and, when the cluster has
+// one, its OpenStackCluster (without it, control-plane Machines convert with a warning that
+// CAPO's API server ingress was not checked).
+func openstackContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
 	name, err := convert.ClusterNameFromInfrastructure(infra)
 	if err != nil {
 		return convert.Context{}, err
 	}
-	return convert.Context{ClusterName: name, Platform: openstack.New().WithInfrastructure(infra)}, nil
+	p := openstack.New().WithInfrastructure(infra)
+	oc := &capov1.OpenStackCluster{}
+	switch err := InfraCluster(ctx, c, ns, name, oc, "OpenStackCluster"); {
+	case err == nil:
+		p = p.WithOpenStackCluster(oc)
+	case !absent(err):
+		return convert.Context{}, err
+	}
+	return convert.Context{ClusterName: name, Platform: p}, nil
 }

@@ -1,6 +1,8 @@
 package openstack
 
 import (
+	"slices"
+
 	mapov1 "github.com/openshift/api/machine/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,7 +104,7 @@ func tagSetToMAPI(tags []string, path *field.Path, r *convert.Report) []string {
 		switch {
 		case t == "":
 			r.Error(field.Required(path.Index(i), "tags cannot be empty"))
-		case contains(out, t):
+		case slices.Contains(out, t):
 			r.Error(field.Duplicate(path.Index(i), t))
 		default:
 			out = append(out, t)

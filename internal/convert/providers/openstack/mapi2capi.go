@@ -3,6 +3,7 @@ package openstack
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -139,7 +140,7 @@ func serverTagsToCAPO(tags []string, path *field.Path, r *convert.Report) []stri
 		switch {
 		case t == "":
 			r.Error(field.Required(path.Index(i), "tags cannot be empty"))
-		case contains(out, t):
+		case slices.Contains(out, t):
 			r.Warn(path.Index(i), "dropped: repeats tag %q; CAPO keeps tags as a set", t)
 		default:
 			out = append(out, t)

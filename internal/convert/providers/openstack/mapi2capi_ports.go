@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -294,7 +295,7 @@ func portTagsToCAPO(tags []string, path *field.Path, r *convert.Report) []string
 		switch {
 		case t == "":
 			r.Error(field.Invalid(path, tags, "tags cannot be empty"))
-		case contains(out, t):
+		case slices.Contains(out, t):
 			r.Warn(path, "repeats tag %q; CAPO keeps port tags as a set", t)
 		default:
 			out = append(out, t)
@@ -352,7 +353,7 @@ func splitTags(s string, path *field.Path, r *convert.Report) []capov1.NeutronTa
 		switch {
 		case t == "":
 			r.Warn(path, "empty tags dropped from %q", s)
-		case contains(tagStrings(out), t):
+		case slices.Contains(tagStrings(out), t):
 			r.Warn(path, "repeated tag %q dropped; CAPO keeps tag filters as sets", t)
 		default:
 			out = append(out, capov1.NeutronTag(t))

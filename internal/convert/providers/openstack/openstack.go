@@ -10,6 +10,7 @@ package openstack
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,9 @@ type Platform struct {
 	// SecretNamespace is the Machine API namespace the clouds secret lives in; defaults to
 	// DefaultSecretNamespace.
 	SecretNamespace string
+	// APIServer is what the OpenStackCluster has CAPO do for control-plane Machines; nil when
+	// it is not known (offline without the OpenStackCluster, or a cluster without one).
+	APIServer *APIServerIngress
 }
 
 var _ convert.Platform = Platform{}
@@ -68,7 +72,7 @@ func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
 	o := ps.OpenStack
 	var vips []string
 	for _, ip := range append(append([]string{o.APIServerInternalIP}, o.APIServerInternalIPs...), append([]string{o.IngressIP}, o.IngressIPs...)...) { //nolint:staticcheck // older clusters still set only the single address
-		if ip != "" && !contains(vips, ip) {
+		if ip != "" && !slices.Contains(vips, ip) {
 			vips = append(vips, ip)
 		}
 	}
@@ -77,15 +81,6 @@ func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
 		p.VIPs = []string{}
 	}
 	return p
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // NewContext returns the conversion context of an OpenShift cluster on OpenStack: the

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	mapov1 "github.com/openshift/api/machine/v1alpha1"
@@ -79,7 +80,7 @@ func genProviderID(g *ct.Gen) string { return ct.Pick(g, "", "openstack:///"+gen
 func genTags(g *ct.Gen, n int) []string {
 	var out []string
 	for i := g.Intn(n + 1); i > 0; i-- {
-		if t := g.Token(); !contains(out, t) {
+		if t := g.Token(); !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
