@@ -24,8 +24,10 @@ func GCP() Provider {
 		InfraMachineTemplate:   capgv1.GroupVersion.WithKind("GCPMachineTemplate"),
 		InfraCluster:           capgv1.GroupVersion.WithKind("GCPCluster"),
 		InfraMachineFinalizers: []string{capgv1.MachineFinalizer},
-		PlatformTypes:          []configv1.PlatformType{configv1.GCPPlatformType},
-		NewContext:             gcpContext,
+		// The pinned release's GCPMachine controller skips a paused object and writes nothing.
+		PauseAckByOperator: true,
+		PlatformTypes:      []configv1.PlatformType{configv1.GCPPlatformType},
+		NewContext:         gcpContext,
 
 		AddToScheme: capgv1.AddToScheme,
 		NewPlatform: func(region string) (convert.Platform, error) {

@@ -24,9 +24,11 @@ func OpenStack() Provider {
 		InfraMachineTemplate:   capov1.SchemeGroupVersion.WithKind("OpenStackMachineTemplate"),
 		InfraCluster:           capov1.SchemeGroupVersion.WithKind("OpenStackCluster"),
 		InfraMachineFinalizers: []string{capov1.MachineFinalizer},
-		PlatformTypes:          []configv1.PlatformType{configv1.OpenStackPlatformType},
-		NewContext:             openstackContext,
-		Regionless:             true,
+		// The pinned release's OpenStackMachine controller skips a paused object and writes nothing.
+		PauseAckByOperator: true,
+		PlatformTypes:      []configv1.PlatformType{configv1.OpenStackPlatformType},
+		NewContext:         openstackContext,
+		Regionless:         true,
 
 		AddToScheme: capov1.AddToScheme,
 		NewPlatform: func(string) (convert.Platform, error) { return openstack.New(), nil },

@@ -46,6 +46,12 @@ type Provider struct {
 	// InfraMachineFinalizers acknowledges the pause (how clusterctl move reads CAPZ's
 	// clusterctl.cluster.x-k8s.io/block-move). Empty: only a Paused condition acknowledges.
 	PauseAckAnnotation string
+	// PauseAckByOperator is set for a provider whose controller acknowledges a pause in no way
+	// (no Paused condition, no PauseAckAnnotation): an operator who has made sure the
+	// provider's controller no longer acts on a paused InfraMachine says so with
+	// machina.dev/provider-paused (synccommon.ProviderPausedAnnotation), which a handover to
+	// the Machine API then takes as the acknowledgement.
+	PauseAckByOperator bool
 	// PlatformTypes are the Infrastructure status.platformStatus.type values of clusters
 	// running on this platform.
 	PlatformTypes []configv1.PlatformType

@@ -89,3 +89,24 @@ func TestRegistryRefusesSharedKinds(t *testing.T) {
 		t.Errorf("two providers sharing a kind: %v", err)
 	}
 }
+
+// How each provider's controller acknowledges a pause: a Paused condition (AWS, PowerVS and the
+// simulated provider), the removal of an annotation (Azure), or not at all, when an operator
+// has to (OpenStack, GCP).
+func TestPauseAcknowledgements(t *testing.T) {
+	want := map[string]string{"aws": "condition", "azure": "annotation", "gcp": "operator", "openstack": "operator", "powervs": "condition", "sim": "condition"}
+	for _, p := range provider.Builtin().All() {
+		got := "condition"
+		switch {
+		case p.PauseAckAnnotation != "" && p.PauseAckByOperator:
+			got = "both"
+		case p.PauseAckAnnotation != "":
+			got = "annotation"
+		case p.PauseAckByOperator:
+			got = "operator"
+		}
+		if w, ok := want[p.Name]; ok && got != w {
+			t.Errorf("%s acknowledges a pause by %s, want %s", p.Name, got, w)
+		}
+	}
+}

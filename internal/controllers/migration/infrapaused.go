@@ -9,6 +9,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 )
 
 // infraPaused reports whether the InfraMachine's provider has acknowledged the pause. The
@@ -35,7 +37,7 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 	for _, f := range s.infraFinalizers {
 		acted = acted || controllerutil.ContainsFinalizer(u, f)
 	}
-	if ok, why, err := pausedCondition(u, acted, s.infraPauseAck); err != nil || !ok {
+	if ok, why, err := pausedCondition(u, acted, s.infraPauseAck, s.infraOperatorAck); err != nil || !ok {
 		return ok, why, err
 	}
 	// The instance the provider recorded (perhaps while acknowledging the pause) must have
@@ -49,8 +51,10 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 // pausedCondition reads the Paused condition of a Cluster API object in either condition
 // form. acted says whether the object's controller has acted on it: then a missing
 // condition is not an acknowledgement, unless the controller acknowledges by removing
-// ackAnnotation (provider.Provider.PauseAckAnnotation) and has removed it.
-func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation string) (bool, string, error) {
+// ackAnnotation (provider.Provider.PauseAckAnnotation) and has removed it, or, for a
+// controller that acknowledges in no way (byOperator, provider.Provider.PauseAckByOperator),
+// an operator has, with synccommon.ProviderPausedAnnotation.
+func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation string, byOperator bool) (bool, string, error) {
 	what := fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
 	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil {
@@ -69,9 +73,15 @@ func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation str
 		}
 		return true, "", nil
 	}
+	_, operatorAck := u.GetAnnotations()[synccommon.ProviderPausedAnnotation]
 	switch _, marked := u.GetAnnotations()[ackAnnotation]; {
 	case !acted:
 		return true, "", nil
+	case byOperator && operatorAck:
+		return true, "", nil
+	case byOperator:
+		return false, fmt.Sprintf("%s is paused, but its provider reports no Paused condition: annotate it %s "+
+			"once its provider's controller no longer acts on it (docs/migration.md)", what, synccommon.ProviderPausedAnnotation), nil
 	case ackAnnotation == "":
 		return false, what + " has no Paused condition yet although its provider has acted on it", nil
 	case marked:

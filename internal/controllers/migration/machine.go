@@ -84,7 +84,8 @@ func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) err
 	infra, p, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
 	if infra != nil {
-		s.infra, s.infraFinalizers, s.infraGVK, s.infraPauseAck = infra, p.InfraMachineFinalizers, p.InfraMachine, p.PauseAckAnnotation
+		s.infra, s.infraFinalizers, s.infraGVK = infra, p.InfraMachineFinalizers, p.InfraMachine
+		s.infraPauseAck, s.infraOperatorAck = p.PauseAckAnnotation, p.PauseAckByOperator
 	}
 	return err
 }
@@ -96,8 +97,10 @@ type machineSubject struct {
 	// infraFinalizers are the finalizers the InfraMachine's provider controller sets.
 	infraFinalizers []string
 	infraGVK        schema.GroupVersionKind
-	// infraPauseAck is the provider's PauseAckAnnotation (provider.Provider).
-	infraPauseAck string
+	// infraPauseAck and infraOperatorAck are the provider's PauseAckAnnotation and
+	// PauseAckByOperator (provider.Provider).
+	infraPauseAck    string
+	infraOperatorAck bool
 }
 
 func (s *machineSubject) mapiObject() client.Object               { return s.mapi }

@@ -310,7 +310,9 @@ func testUncontrolledFromClusterAPI(t *testing.T, l *uncontrolledLab, p platform
 // Azure service operator resources and writes no condition), so with the real provider this
 // handover waits the same way. (CAPIBM v0.14.0's IBMPowerVSMachine controller does write it,
 // with the Cluster API's paused helper; with it running, this handover would complete.) The
-// test checks the wait names the InfraMachine and rolls back.
+// test checks the wait names the InfraMachine and rolls back. Where the provider acknowledges
+// by an annotation the test plays it (handBackByAnnotation); where it acknowledges in no way
+// (CAPO, CAPG) the test plays the operator who does (handBackByOperator).
 // Deleting the Cluster API-authoritative Machine then waits on the provider's finalizer,
 // which the provider removes once it finds no instance to delete (none was ever created);
 // the test removes it as the provider would.
@@ -347,6 +349,10 @@ func testUncontrolledHandover(t *testing.T, l *uncontrolledLab, p platformLab) {
 	l.waitMigrationReason(name, migration.WaitingForPausedReason, p.provider.InfraMachine.Kind+" "+c.Spec.InfrastructureRef.Name)
 	request(t, l.e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	l.waitAuthority(name, machinev1beta1.MachineAuthorityClusterAPI, migration.RolledBackReason)
+	if p.provider.PauseAckByOperator {
+		l.handBackByOperator(t, p, name, im)
+		return
+	}
 
 	// The authoritative copy is the Cluster API one: deleting it deletes the InfraMachine.
 	if err := l.c.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
@@ -407,6 +413,44 @@ func (l *uncontrolledLab) handBackByAnnotation(t *testing.T, p platformLab, name
 		t.Fatalf("after the handback the %s is paused %v with finalizers %v", im.GetKind(), hasPaused(im), im.GetFinalizers())
 	}
 	// The Machine API copy is authoritative now; its finalizer is the (absent) actuator's.
+	m := named(&machinev1beta1.Machine{}, mapiNS, name)
+	if err := l.c.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	l.removeFinalizers(m, machinev1beta1.MachineFinalizer)
+	l.waitGone("both copies", m, named(&clusterv1.Machine{}, capiNS, name), l.emptyInfra(p, false, im.GetName()))
+}
+
+// handBackByOperator hands a Machine whose InfraMachine its provider has taken over back to
+// the Machine API on a platform whose provider acknowledges a pause in no way (CAPO, CAPG):
+// the handover waits, saying what an operator can do, until the operator annotates the paused
+// InfraMachine machina.dev/provider-paused, then completes, taking the provider's finalizer off.
+func (l *uncontrolledLab) handBackByOperator(t *testing.T, p platformLab, name string, im *unstructured.Unstructured) {
+	ctx := context.Background()
+	request(t, l.e, name, machinev1beta1.MachineAuthorityMachineAPI)
+	l.waitMigrationReason(name, migration.WaitingForPausedReason, "annotate it "+synccommon.ProviderPausedAnnotation)
+	l.e.Eventually(30*time.Second, im.GetName()+" acknowledged by the operator", func(ctx context.Context) (bool, string, error) {
+		if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
+			return false, err.Error(), nil
+		}
+		if !hasPaused(im) {
+			return false, "not paused yet", nil
+		}
+		_, err := patch.Locked(ctx, l.c, im, func() bool {
+			a := maps.Clone(im.GetAnnotations())
+			a[synccommon.ProviderPausedAnnotation] = ""
+			im.SetAnnotations(a)
+			return true
+		})
+		return err == nil, fmt.Sprint(err), nil
+	})
+	l.waitAuthority(name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
+	if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
+		t.Fatal(err)
+	}
+	if !hasPaused(im) || slices.ContainsFunc(p.provider.InfraMachineFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(im, f) }) {
+		t.Fatalf("after the handback the %s is paused %v with finalizers %v", im.GetKind(), hasPaused(im), im.GetFinalizers())
+	}
 	m := named(&machinev1beta1.Machine{}, mapiNS, name)
 	if err := l.c.Delete(ctx, m); err != nil {
 		t.Fatal(err)

@@ -150,13 +150,23 @@ func SetSynchronized(conds *[]machinev1beta1.Condition, reason string, errs fiel
 	return mapicond.Set(conds, c)
 }
 
-// SetPaused adds or removes the Cluster API paused annotation, reporting a change.
+// ProviderPausedAnnotation is an operator's acknowledgement, on a paused InfraMachine whose
+// provider reports no Paused condition (CAPO v0.13, CAPG v1.13), that the provider's
+// controller is not acting on it: a handover to the Machine API then takes the pause as
+// acknowledged (docs/migration.md). It answers one pause: pausing and unpausing remove it, so
+// one set before the pause, or left from an earlier one, acknowledges nothing.
+const ProviderPausedAnnotation = machinaDomain + "provider-paused"
+
+// SetPaused adds or removes the Cluster API paused annotation, reporting a change. Either
+// change removes an operator's ProviderPausedAnnotation, as does finding o unpaused with one.
 func SetPaused(o client.Object, paused bool) bool {
 	a := o.GetAnnotations()
 	_, has := a[clusterv1.PausedAnnotation]
-	if has == paused {
+	_, acked := a[ProviderPausedAnnotation]
+	if has == paused && (paused || !acked) {
 		return false
 	}
+	delete(a, ProviderPausedAnnotation)
 	if paused {
 		if a == nil {
 			a = map[string]string{}
