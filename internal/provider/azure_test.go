@@ -23,7 +23,8 @@ func TestAzureProvider(t *testing.T) {
 	}
 	const name, ns = "ci-op-4x7kq-9bd2c", "openshift-cluster-api"
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Status: configv1.InfrastructureStatus{InfrastructureName: name,
-		PlatformStatus: &configv1.PlatformStatus{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformStatus{ResourceGroupName: name + "-rg"}}}}
+		PlatformStatus: &configv1.PlatformStatus{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformStatus{ResourceGroupName: name + "-rg",
+			IPFamily: configv1.DualStackIPv6Primary}}}}
 	s, err := provider.Builtin().Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestAzureProvider(t *testing.T) {
 	ac := &capzv1.AzureCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	ac.Spec.Location, ac.Spec.SubscriptionID = "centralus", "53b8f551-f0fc-4bea-8cba-6d1fefd54c8a"
 	ac.Spec.NetworkSpec.Vnet.Name = name + "-vnet"
+	ac.Spec.NetworkSpec.Vnet.CIDRBlocks = []string{"10.0.0.0/16", "fd00::/48"}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: clusterv1.ClusterSpec{
 		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: capzv1.GroupVersion.Group, Kind: "AzureCluster", Name: name}}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ac, cl).Build()
@@ -43,7 +45,8 @@ func TestAzureProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	ap := cc.Platform.(azure.Platform)
-	if cc.ClusterName != name || ap.Location != "centralus" || ap.ResourceGroup != name+"-rg" || ap.Vnet != name+"-vnet" || ap.SubscriptionID == "" || ap.OutboundLoadBalancer == nil {
+	if cc.ClusterName != name || ap.Location != "centralus" || ap.ResourceGroup != name+"-rg" || ap.Vnet != name+"-vnet" || ap.SubscriptionID == "" || ap.OutboundLoadBalancer == nil ||
+		ap.IPFamily != configv1.DualStackIPv6Primary || ap.VnetIPv6 == nil || !*ap.VnetIPv6 {
 		t.Errorf("context %+v, platform %+v", cc, ap)
 	}
 
@@ -67,7 +70,7 @@ func TestAzureProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl = p.ApplyClusterObject(p.ApplyClusterObject(pl, infra), ac)
-	if got := pl.(azure.Platform); got.ResourceGroup != name+"-rg" || got.Vnet != name+"-vnet" {
+	if got := pl.(azure.Platform); got.ResourceGroup != name+"-rg" || got.Vnet != name+"-vnet" || got.IPFamily != configv1.DualStackIPv6Primary || got.VnetIPv6 == nil {
 		t.Errorf("offline platform %+v", got)
 	}
 	if r, err := provider.Builtin().ForInfrastructure(infra); err != nil || r.Name != "azure" {

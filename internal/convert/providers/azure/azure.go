@@ -11,10 +11,12 @@ package azure
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilnet "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 	capzv1 "sigs.k8s.io/cluster-api-provider-azure/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +67,14 @@ type Platform struct {
 	CredentialsSecret string
 	// SecretNamespace is the Machine API namespace; defaults to DefaultSecretNamespace.
 	SecretNamespace string
+	// IPFamily is the Infrastructure's status.platformStatus.azure.ipFamily (IPv4 when the
+	// Infrastructure names none), "" when the Infrastructure is not known here. On a
+	// dual-stack cluster the actuator gives every interface an IPv6 IP configuration too.
+	IPFamily configv1.IPFamilyType
+	// VnetIPv6 says whether the AzureCluster's virtual network lists an IPv6 CIDR
+	// (spec.networkSpec.vnet.cidrBlocks), which is what makes CAPZ give every interface an
+	// IPv6 IP configuration; nil when the AzureCluster is not known.
+	VnetIPv6 *bool
 
 	// controlPlane is set on the platform converting control-plane Machines (ForControlPlane).
 	controlPlane bool
@@ -80,8 +90,8 @@ func New(location string) (Platform, error) {
 	return Platform{Location: location}, nil
 }
 
-// WithInfrastructure returns p with the resource groups an Infrastructure with Azure platform
-// status names. Other Infrastructures leave p unchanged.
+// WithInfrastructure returns p with the resource groups and the IP family an Infrastructure
+// with Azure platform status names. Other Infrastructures leave p unchanged.
 func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
 	ps := infra.Status.PlatformStatus
 	if ps == nil || ps.Azure == nil {
@@ -92,6 +102,10 @@ func (p Platform) WithInfrastructure(infra *configv1.Infrastructure) Platform {
 	}
 	if ps.Azure.NetworkResourceGroupName != "" {
 		p.NetworkResourceGroup = ps.Azure.NetworkResourceGroupName
+	}
+	p.IPFamily = ps.Azure.IPFamily
+	if p.IPFamily == "" {
+		p.IPFamily = configv1.IPv4 // the API's default, and what clusters older than the field are
 	}
 	return p
 }
@@ -121,6 +135,7 @@ func (p Platform) WithAzureCluster(c *capzv1.AzureCluster) Platform {
 	p.OutboundLoadBalancer = ptr.To(lb)
 	p.APIServerLB = apiServerLBOf(c)
 	p.ControlPlaneOutboundLB = controlPlaneOutboundLBOf(c)
+	p.VnetIPv6 = ptr.To(slices.ContainsFunc(c.Spec.NetworkSpec.Vnet.CIDRBlocks, utilnet.IsIPv6CIDRString))
 	return p
 }
 

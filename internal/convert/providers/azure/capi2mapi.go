@@ -68,6 +68,7 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 
 	// Network and identity.
 	nicToMAPI(s, ps, path, r)
+	p.dualStackToMAPI(ps, paths, r)
 	ps.PublicIP = s.AllocatePublicIP
 	ps.ManagedIdentity = p.identityToMAPI(s, ps.ResourceGroup, path, r)
 	unsupportedToMAPI(s, path, r)

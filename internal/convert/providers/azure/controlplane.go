@@ -78,9 +78,12 @@ const (
 )
 
 // ControlPlaneRole converts role master to the control-plane label when the AzureCluster's API
-// server load balancer is Internal; the load balancer names are checked Machine by Machine.
+// server load balancer is Internal and the cluster is not dual-stack; the load balancer names
+// are checked Machine by Machine.
 func (p Platform) ControlPlaneRole() convert.RoleCheck {
 	switch lb := p.APIServerLB; {
+	case p.dualStack():
+		return convert.RoleCheck{Why: p.dualStackRole()}
 	case lb == nil:
 		return convert.RoleCheck{Converts: true, Why: "the AzureCluster is not known, so it was not checked that CAPZ adds the control-plane Machine's interface to the load balancers the providerSpec names " +
 			"(internalLoadBalancer must be the AzureCluster's Internal " + apiServerLBField + ", publicLoadBalancer its " + cpOutboundField + ")"}

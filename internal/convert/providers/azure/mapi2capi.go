@@ -65,6 +65,9 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 	// Cluster-wide values and network.
 	p.clusterValuesToCAPZ(&ps, path, r)
 	out.NetworkInterfaces = nicToCAPZ(&ps, path, r)
+	if ps.Subnet != "" {
+		p.checkIPv6Config(ps.Subnet, path.Child("subnet"), r)
+	}
 	out.AllocatePublicIP = ps.PublicIP
 	if ps.ManagedIdentity != "" {
 		out.Identity, out.UserAssignedIdentities = p.identityToCAPZ(&ps, path.Child("managedIdentity"), r)
@@ -143,6 +146,7 @@ func (p Platform) workerLBsToCAPZ(ps *mapiv1.AzureMachineProviderSpec, path *fie
 		r.Error(field.Invalid(path.Child("internalLoadBalancer"), ps.InternalLoadBalancer, "CAPZ adds only control-plane Machines to an internal load balancer (the AzureCluster's API server load balancer), "+
 			"and this Machine is not one: its role (label "+convert.MachineAPIRoleLabel+") is not master"))
 	}
+	p.dualStackLBsToCAPZ(ps, path, r)
 }
 
 func orNone(s string) string {

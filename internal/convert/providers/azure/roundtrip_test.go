@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,8 +43,34 @@ var suite = ct.Suite[*mapiv1.AzureMachineProviderSpec, *capzv1.AzureMachineSpec]
 	},
 }
 
+// dualStackSuite runs the same properties on a dual-stack cluster whose AzureCluster's virtual
+// network lists an IPv6 CIDR and which has no node outbound load balancer (user-defined
+// routing): there the Machines that join no load balancer convert, and only they.
+var dualStackSuite = func() ct.Suite[*mapiv1.AzureMachineProviderSpec, *capzv1.AzureMachineSpec] {
+	p := testPlatform
+	p.IPFamily, p.VnetIPv6, p.OutboundLoadBalancer = configv1.DualStackIPv6Primary, ptr.To(true), ptr.To("")
+	s := suite
+	s.Ctx.Platform = p
+	s.ProviderSpec = func(g *ct.Gen) *mapiv1.AzureMachineProviderSpec {
+		ps := genProviderSpec(g)
+		ps.PublicLoadBalancer = ""
+		return ps
+	}
+	s.RandomProviderSpec = func(g *ct.Gen) *mapiv1.AzureMachineProviderSpec {
+		ps := randomProviderSpec(g)
+		if g.Intn(4) > 0 {
+			ps.PublicLoadBalancer = ""
+		}
+		return ps
+	}
+	return s
+}()
+
 // TestRoundTrip runs the shared round-trip properties (see converttest.Suite) on Azure objects.
 func TestRoundTrip(t *testing.T) { suite.Run(t) }
+
+// TestRoundTripDualStack runs them on a dual-stack cluster.
+func TestRoundTripDualStack(t *testing.T) { dualStackSuite.Run(t) }
 
 func FuzzRoundTrip(f *testing.F) { suite.FuzzRoundTrip(f) }
 
