@@ -24,21 +24,22 @@ type ownNode struct {
 }
 
 // currentLease is the newer (by renewTime) of the informer's Lease and the one this kubelet
-// last wrote; nil: none.
+// last wrote; nil: none. The latter is dropped once the informer has caught up with it.
 func (k *Kubelet) currentLease(name string) (*coordinationv1.Lease, error) {
 	cached, err := k.leases.Leases(corev1.NamespaceNodeLease).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	mine := k.ownLeases[name]
-	k.mu.Unlock()
 	switch {
 	case mine == nil:
 		return cached, nil
 	case cached == nil || renewedAfter(mine, cached):
 		return mine, nil
 	}
+	delete(k.ownLeases, name)
 	return cached, nil
 }
 
