@@ -1,7 +1,7 @@
 // Package config holds machina's install manifests (kustomize directories, see
 // docs/install.md) and embeds the ones the lab installs itself: the manager's RBAC (rbac/)
-// and the providers' aggregated roles (sim/, aws/, openstack/, gcp/, azure/, powervs/). crd/ and
-// admission/ embed their own files.
+// and the providers' aggregated roles (sim/, aws/, openstack/, gcp/, azure/, powervs/,
+// vsphere/). crd/ and admission/ embed their own files.
 package config
 
 import (
@@ -12,7 +12,7 @@ import (
 	"github.com/machina-dev/machina/config/render"
 )
 
-//go:embed rbac/*.yaml sim/*.yaml aws/*.yaml openstack/*.yaml gcp/*.yaml azure/*.yaml powervs/*.yaml
+//go:embed rbac/*.yaml sim/*.yaml aws/*.yaml openstack/*.yaml gcp/*.yaml azure/*.yaml powervs/*.yaml vsphere/*.yaml
 var files embed.FS
 
 // Namespace is where the manager runs; its ServiceAccount machina-manager there is the
@@ -32,10 +32,10 @@ const InfrastructureRole = "machina-manager-infrastructure"
 
 // RBAC returns the manager's ServiceAccount, roles and bindings (config/rbac) and the
 // providers' aggregated ClusterRoles (config/sim, config/aws, config/openstack, config/gcp,
-// config/azure, config/powervs), as kubectl apply -k renders them.
+// config/azure, config/powervs, config/vsphere), as kubectl apply -k renders them.
 func RBAC() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, dir := range []string{"rbac", "sim", "aws", "openstack", "gcp", "azure", "powervs"} {
+	for _, dir := range []string{"rbac", "sim", "aws", "openstack", "gcp", "azure", "powervs", "vsphere"} {
 		objs, err := render.Render(files, dir)
 		if err != nil {
 			return nil, err

@@ -48,7 +48,7 @@ func renderDir(t testing.TB, dir string) []*unstructured.Unstructured {
 
 func TestEveryKustomizationRenders(t *testing.T) {
 	dirs := kustomizations(t)
-	for _, want := range []string{"default", "bridge", "crd", "crd/upstream", "admission", "rbac", "sim", "aws", "openstack", "gcp", "azure", "powervs", "manager"} {
+	for _, want := range []string{"default", "bridge", "crd", "crd/upstream", "admission", "rbac", "sim", "aws", "openstack", "gcp", "azure", "powervs", "vsphere", "manager"} {
 		if !slices.Contains(dirs, want) {
 			t.Errorf("config/%s/kustomization.yaml is missing (found %v)", want, dirs)
 		}

@@ -76,7 +76,11 @@ func testIdentity(e *testenv.Env) {
 		{"infrastructure.cluster.x-k8s.io", "ibmpowervsmachinetemplates", "create", "", true}, // config/powervs, aggregated
 		{"infrastructure.cluster.x-k8s.io", "ibmpowervsmachines/status", "patch", "", true},
 		{"infrastructure.cluster.x-k8s.io", "ibmpowervsclusters", "delete", "", false},
-		{"infrastructure.cluster.x-k8s.io", "ibmvpcmachines", "get", "", false}, // CAPIBM's VPC kinds are not converted
+		{"infrastructure.cluster.x-k8s.io", "ibmvpcmachines", "get", "", false},            // CAPIBM's VPC kinds are not converted
+		{"infrastructure.cluster.x-k8s.io", "vspheremachinetemplates", "create", "", true}, // config/vsphere, aggregated
+		{"infrastructure.cluster.x-k8s.io", "vspheremachines/status", "patch", "", true},
+		{"infrastructure.cluster.x-k8s.io", "vsphereclusters", "delete", "", false},
+		{"infrastructure.cluster.x-k8s.io", "vspherevms", "get", "", false}, // CAPV's own VM objects are not machina's
 		{"infrastructure.cluster.x-k8s.io", "awsclusters", "delete", "", false},
 		{"infrastructure.cluster.x-k8s.io", "awsmanagedclusters", "get", "", false}, // no provider role for it
 		{"apps", "deployments", "list", "", false},

@@ -150,9 +150,9 @@ func prefixed(prefix string, ss []string) []string {
 }
 
 // Builtin returns the platforms built into machina: the simulated cloud, AWS, OpenStack, GCP,
-// Azure and PowerVS.
+// Azure, PowerVS and vSphere.
 func Builtin() *Registry {
-	r, err := NewRegistry(Sim(), AWS(), OpenStack(), GCP(), Azure(), PowerVS())
+	r, err := NewRegistry(Sim(), AWS(), OpenStack(), GCP(), Azure(), PowerVS(), VSphere())
 	if err != nil {
 		panic(err) // a programming error in this package, caught by its tests
 	}

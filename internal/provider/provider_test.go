@@ -54,8 +54,8 @@ func TestBuiltinLookups(t *testing.T) {
 
 func TestUnknownKindsNameWhatIsKnown(t *testing.T) {
 	reg := provider.Builtin()
-	_, err := reg.ForProviderSpecKind("VSphereMachineProviderSpec")
-	if err == nil || !strings.Contains(err.Error(), `"VSphereMachineProviderSpec"`) || !strings.Contains(err.Error(), "AWSMachineProviderConfig") {
+	_, err := reg.ForProviderSpecKind("NutanixMachineProviderConfig")
+	if err == nil || !strings.Contains(err.Error(), `"NutanixMachineProviderConfig"`) || !strings.Contains(err.Error(), "AWSMachineProviderConfig") {
 		t.Errorf("unknown providerSpec kind: %v", err)
 	}
 	// A kind of the right name in another group is not the provider's.

@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+
+	configv1 "github.com/openshift/api/config/v1"
+	capvv1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/convert/providers/vsphere"
+)
+
+// VSphere is VMware vSphere through the Cluster API Provider vSphere (CAPV v1.16.1, its govmomi
+// API v1beta2). Its conversion needs no region: it takes the vCenters from the Infrastructure
+// object and, when the cluster has one, the server of its VSphereCluster. CAPV's VSphereMachine
+// controller writes the Paused condition (the Cluster API's paused.EnsurePausedCondition), so
+// no pause acknowledgement annotation is needed.
+func VSphere() Provider {
+	return Provider{
+		Name:                   "vsphere",
+		ProviderSpecKinds:      []string{vsphere.ProviderSpecKind},
+		InfraMachine:           capvv1.GroupVersion.WithKind("VSphereMachine"),
+		InfraMachineTemplate:   capvv1.GroupVersion.WithKind("VSphereMachineTemplate"),
+		InfraCluster:           capvv1.GroupVersion.WithKind("VSphereCluster"),
+		InfraMachineFinalizers: []string{capvv1.MachineFinalizer},
+		PlatformTypes:          []configv1.PlatformType{configv1.VSpherePlatformType},
+		NewContext:             vsphereContext,
+		Regionless:             true,
+
+		AddToScheme: capvv1.AddToScheme,
+		NewPlatform: func(string) (convert.Platform, error) { return vsphere.New(), nil },
+		MatchesKindlessSpec: func(raw []byte) bool {
+			var t struct {
+				Workspace         json.RawMessage `json:"workspace"`
+				NumCoresPerSocket json.RawMessage `json:"numCoresPerSocket"`
+				MemoryMiB         json.RawMessage `json:"memoryMiB"`
+			}
+			_ = json.Unmarshal(raw, &t) // a malformed value has none; conversion reports it
+			return len(t.Workspace) > 0 || len(t.NumCoresPerSocket) > 0 || len(t.MemoryMiB) > 0
+		},
+		ApplyClusterObject: vsphereApplyClusterObject,
+	}
+}
+
+// vsphereApplyClusterObject adds an Infrastructure's vCenters or a VSphereCluster's server to a
+// vSphere platform.
+func vsphereApplyClusterObject(p convert.Platform, obj client.Object) convert.Platform {
+	vp, ok := p.(vsphere.Platform)
+	if !ok {
+		return p
+	}
+	switch o := obj.(type) {
+	case *configv1.Infrastructure:
+		return vp.WithInfrastructure(o)
+	case *capvv1.VSphereCluster:
+		return vp.WithVSphereCluster(o)
+	}
+	return p
+}
+
+// vsphereContext builds the context from the Infrastructure (the vCenters) and, when the
+// cluster has one, its VSphereCluster (the server CAPV uses for a VSphereMachine naming none).
+// Without vSphere platform status the VSphereCluster alone gives the context.
+func vsphereContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	vc := &capvv1.VSphereCluster{}
+	vcErr := InfraCluster(ctx, c, ns, name, vc, "VSphereCluster")
+	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.VSpherePlatformType {
+		cc, err := vsphere.NewContext(infra)
+		if err != nil {
+			return convert.Context{}, err
+		}
+		switch {
+		case vcErr == nil:
+			cc.Platform = cc.Platform.(vsphere.Platform).WithVSphereCluster(vc)
+		case !absent(vcErr):
+			return convert.Context{}, vcErr
+		}
+		return cc, nil
+	}
+	if vcErr != nil {
+		return convert.Context{}, vcErr
+	}
+	return convert.Context{ClusterName: name, Platform: vsphere.New().WithVSphereCluster(vc)}, nil
+}
