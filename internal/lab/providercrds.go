@@ -61,13 +61,17 @@ type crdPatch struct {
 }
 
 // ModuleCRDs reads the CRDs of kinds from a Cluster API provider's module checked out at dir
-// (config/crd/bases), with the labels its config/crd kustomization gives them: the
+// (config/crd/bases, or config/default/crd/bases where the provider keeps them there, as CAPV
+// does), with the labels the kustomization beside them gives them: the
 // kustomization's own labels and those of its patches that name the CRD (how CAPZ declares
 // contract versions) or whose target matches it (CAPIBM's inline patches). Nothing else of a
 // patch is taken: the conversion-webhook patches need the provider's webhook server, which the
 // lab does not run.
 func ModuleCRDs(dir string, kinds ...schema.GroupKind) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crdDir := filepath.Join(dir, "config", "crd")
+	if _, err := os.Stat(filepath.Join(crdDir, "kustomization.yaml")); os.IsNotExist(err) {
+		crdDir = filepath.Join(dir, "config", "default", "crd")
+	}
 	var kust crdKustomization
 	if err := readManifest(filepath.Join(crdDir, "kustomization.yaml"), &kust); err != nil {
 		return nil, err
@@ -108,7 +112,7 @@ func findCRD(files []string, gk schema.GroupKind) (*apiextensionsv1.CustomResour
 			return crd, nil
 		}
 	}
-	return nil, fmt.Errorf("no CRD of %s in config/crd/bases", gk)
+	return nil, fmt.Errorf("no CRD of %s in the CRD bases", gk)
 }
 
 // labelsFor collects the labels the kustomization in crdDir puts on the CRD named name.

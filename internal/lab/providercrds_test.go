@@ -29,3 +29,19 @@ func TestModuleCRDsInlinePatchLabels(t *testing.T) {
 		t.Errorf("%s labels %v", crds[1].Name, l)
 	}
 }
+
+// TestModuleCRDsDefaultDir: CAPV keeps its CRDs in config/default/crd, whose kustomization
+// gives them both contract labels.
+func TestModuleCRDsDefaultDir(t *testing.T) {
+	dir, err := lab.ModuleDir("sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := lab.ModuleCRDs(dir, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "VSphereMachine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := crds[0].Labels; l["cluster.x-k8s.io/v1beta2"] != "v1beta2" || l["cluster.x-k8s.io/v1beta1"] != "v1beta1" {
+		t.Errorf("%s labels %v", crds[0].Name, l)
+	}
+}

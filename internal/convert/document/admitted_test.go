@@ -101,13 +101,13 @@ func TestConvertedObjectsAreAdmittedAsIs(t *testing.T) {
 }
 
 // TestModulePlatformsConvertedObjectsAreAdmittedAsIs is TestConvertedObjectsAreAdmittedAsIs
-// for the platforms whose CRDs the lab does not embed (GCP, Azure, PowerVS): one lab gets
+// for the platforms whose CRDs the lab does not embed (GCP, Azure, PowerVS, vSphere): one lab gets
 // their CRDs from the modules go.mod pins, and the objects converted from every fixture of
 // each must be stored as the converter wrote them.
 func TestModulePlatformsConvertedObjectsAreAdmittedAsIs(t *testing.T) {
 	l := labtest.Start(t)
 	c := adminClient(t, l)
-	for _, p := range []provider.Provider{provider.GCP(), provider.Azure(), provider.PowerVS()} {
+	for _, p := range []provider.Provider{provider.GCP(), provider.Azure(), provider.PowerVS(), provider.VSphere()} {
 		t.Run(p.Name, func(t *testing.T) {
 			objs := convertedFixtures(t, p.Name)
 			if len(objs) < 4 {

@@ -61,7 +61,7 @@ func fixtureOptions(t *testing.T, in string, dirContext []Document) Options {
 // reports and outputs with the .golden file next to the fixture. Run with -update to rewrite
 // the golden files.
 func TestGolden(t *testing.T) {
-	for _, platform := range []string{"aws", "azure", "gcp", "openstack", "powervs", "sim"} {
+	for _, platform := range []string{"aws", "azure", "gcp", "openstack", "powervs", "sim", "vsphere"} {
 		dir := filepath.Join("testdata", platform)
 		ctxDocs := decodeFile(t, filepath.Join(dir, "context.yaml"))
 		inputs, err := filepath.Glob(filepath.Join(dir, "*.yaml"))

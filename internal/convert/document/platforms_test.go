@@ -338,6 +338,27 @@ func TestPlatformDetection(t *testing.T) {
 		in:   strings.Replace(machineSet, "VALUE", `{keyPairName: k}`, 1),
 		want: "kind: unset; read as PowerVSMachineProviderConfig",
 	}, {
+		name: "vSphere providerSpec kind, which needs no region",
+		reg:  builtin,
+		in: strings.Replace(machineSet, "VALUE", `{kind: VSphereMachineProviderSpec, template: rhcos, numCPUs: 4, memoryMiB: 16384, diskGiB: 120, userDataSecret: {name: u},
+          network: {devices: [{networkName: ci-vlan-1289}]}, workspace: {server: vcenter.ci.example.com, datacenter: dc}}`, 1),
+		want: "kind: VSphereMachineTemplate",
+	}, {
+		name: "kindless providerSpec with a workspace is vSphere",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{workspace: {server: vcenter.ci.example.com}}`, 1),
+		want: "kind: unset; read as VSphereMachineProviderSpec",
+	}, {
+		name: "a vSphere Infrastructure reads a kindless providerSpec",
+		reg:  builtin,
+		in:   strings.Replace(machineSet, "VALUE", `{userDataSecret: {name: u}}`, 1) + "---\n" + strings.Replace(openStackInfrastructure, "OpenStack", "VSphere", 1),
+		want: "spec.template.spec.providerSpec.value.template: Required value: the VM template to clone",
+	}, {
+		name:    "vSphere input on a cluster the Infrastructure says is on OpenStack",
+		reg:     builtin,
+		in:      strings.Replace(machineSet, "VALUE", `{kind: VSphereMachineProviderSpec, template: t}`, 1) + "---\n" + openStackInfrastructure,
+		wantErr: "the input is on vsphere, but the Infrastructure object says the cluster runs on openstack",
+	}, {
 		name: "the Infrastructure's platform reads a kindless providerSpec",
 		reg:  builtin,
 		in:   strings.Replace(machineSet, "VALUE", `{image: rhcos, userDataSecret: {name: u}}`, 1) + "---\n" + openStackInfrastructure,
@@ -362,7 +383,7 @@ func TestPlatformDetection(t *testing.T) {
 		reg:     builtin,
 		in:      "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata: {name: m, namespace: openshift-cluster-api}\nspec:\n  clusterName: c1\n  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachine, name: m}\n",
 		opts:    document.Options{Region: "r1"},
-		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, AzureMachine, AzureMachineTemplate, GCPMachine, GCPMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, IBMPowerVSMachine, IBMPowerVSMachineTemplate, SimMachine and SimMachineTemplate",
+		wantErr: "document 1: Machine openshift-cluster-api/m: spec.infrastructureRef: no platform provides infrastructure kind DockerMachine.infrastructure.cluster.x-k8s.io; machina converts AWSMachine, AWSMachineTemplate, AzureMachine, AzureMachineTemplate, GCPMachine, GCPMachineTemplate, OpenStackMachine, OpenStackMachineTemplate, IBMPowerVSMachine, IBMPowerVSMachineTemplate, SimMachine, SimMachineTemplate, VSphereMachine and VSphereMachineTemplate",
 	}, {
 		name:    "two platforms in one input",
 		reg:     reg,

@@ -92,7 +92,11 @@ func (p Platform) workspaceToCAPV(ws *mapiv1.Workspace, out *capvv1.VSphereMachi
 	if ws == nil {
 		return
 	}
-	if ws.Server != "" && !p.knownServer(ws.Server) {
+	switch {
+	case ws.Server == "":
+	case p.VCenters == nil:
+		r.Warn(path.Child("server"), "not checked: the cluster's vCenters (Infrastructure spec.platformSpec.vsphere.vcenters) are not known here")
+	case !p.knownServer(ws.Server):
 		r.Error(field.NotSupported(path.Child("server"), ws.Server, p.VCenters))
 	}
 	out.Server = ws.Server

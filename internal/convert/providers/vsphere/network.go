@@ -20,6 +20,9 @@ const ipamGroup = "ipam.cluster.x-k8s.io"
 // IPAddressClaims' spec.poolRef.kind unchanged, which is where CAPV puts the pool's kind.
 var poolResource = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// maxIPAddrLength is the longest address CAPV's CRD accepts in ipAddrs.
+const maxIPAddrLength = 39
+
 // networkToCAPV converts the network devices. A device with neither addresses nor pools gets
 // its address by DHCP in the Machine API; CAPV needs that said (dhcp4).
 func networkToCAPV(in mapiv1.NetworkSpec, path *field.Path, r *convert.Report) capvv1.NetworkSpec {
@@ -40,8 +43,11 @@ func deviceToCAPV(d mapiv1.NetworkDeviceSpec, path *field.Path, r *convert.Repor
 	}
 	out := capvv1.NetworkDeviceSpec{NetworkName: d.NetworkName, Nameservers: append([]string(nil), d.Nameservers...)}
 	for i, a := range d.IPAddrs {
-		if _, err := netip.ParsePrefix(a); err != nil {
+		switch _, err := netip.ParsePrefix(a); {
+		case err != nil:
 			r.Error(field.Invalid(path.Child("ipAddrs").Index(i), a, "an address with its prefix length, e.g. 192.168.1.100/24 (CAPV accepts no other)"))
+		case len(a) > maxIPAddrLength:
+			r.Error(field.TooLong(path.Child("ipAddrs").Index(i), a, maxIPAddrLength))
 		}
 	}
 	out.IPAddrs = append([]string(nil), d.IPAddrs...)
