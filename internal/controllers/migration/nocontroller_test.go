@@ -19,6 +19,7 @@ import (
 	capgv1 "sigs.k8s.io/cluster-api-provider-gcp/api/v1beta1"
 	capibmv1 "sigs.k8s.io/cluster-api-provider-ibmcloud/api/powervs/v1beta3"
 	capov1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	capvv1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/machina-dev/machina/internal/convert/providers/gcp"
 	"github.com/machina-dev/machina/internal/convert/providers/openstack"
 	"github.com/machina-dev/machina/internal/convert/providers/powervs"
+	"github.com/machina-dev/machina/internal/convert/providers/vsphere"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -115,6 +117,20 @@ func uncontrolledPlatforms() []uncontrolled {
 			sizeField:     []string{"systemType"},
 			specSizeField: []string{"systemType"},
 		},
+		{
+			// vSphere has no size field of type string; the template a VM is cloned from
+			// stands in for it (both APIs name it in their field template).
+			provider: provider.VSphere(),
+			status:   &configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{}},
+			infraCluster: func(ns, name string) client.Object {
+				return &capvv1.VSphereCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+					Spec: capvv1.VSphereClusterSpec{Server: "vcenter.lab.example.com"}}
+			},
+			spec:          vsphereSpec,
+			sizes:         [2]string{"/labdc/vm/rhcos-9.6-template", "/labdc/vm/rhcos-9.8-template"},
+			sizeField:     []string{"template"},
+			specSizeField: []string{"template"},
+		},
 	}
 }
 
@@ -189,6 +205,24 @@ func powervsSpec(cluster, systemType string) *runtime.RawExtension {
 		"serviceInstance": map[string]any{"type": "Name", "name": cluster + "-power-iaas"},
 		"systemType":      systemType,
 		"userDataSecret":  map[string]any{"name": "worker-user-data"},
+	})
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// vsphereSpec is a worker providerSpec as the OpenShift installer writes it on vSphere, cloning
+// template into the failure domain's workspace, with DHCP on its port group. It names no server:
+// the lab's Infrastructure lists no vCenters to check one against, and both actuators then use
+// the cluster's.
+func vsphereSpec(_, template string) *runtime.RawExtension {
+	raw, _ := json.Marshal(map[string]any{
+		"apiVersion": "machine.openshift.io/v1beta1", "kind": vsphere.ProviderSpecKind,
+		"credentialsSecret": map[string]any{"name": "vsphere-cloud-credentials"},
+		"diskGiB":           120, "memoryMiB": 16384, "numCPUs": 4, "numCoresPerSocket": 4,
+		"network":        map[string]any{"devices": []any{map[string]any{"networkName": "lab-vlan-1289"}}},
+		"template":       template,
+		"userDataSecret": map[string]any{"name": "worker-user-data"},
+		"workspace": map[string]any{"datacenter": "labdc", "datastore": "/labdc/datastore/vsanDatastore",
+			"folder": "/labdc/vm/vsphere-lab", "resourcePool": "/labdc/host/labcluster//Resources"},
 	})
 	return &runtime.RawExtension{Raw: raw}
 }
