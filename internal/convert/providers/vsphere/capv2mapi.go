@@ -66,7 +66,10 @@ func cloneModeToMAPI(m capvv1.CloneMode, path *field.Path, r *convert.Report) ma
 
 // workspaceToMAPI collects the placement; nil when the VSphereMachine names none.
 func (p Platform) workspaceToMAPI(s *capvv1.VSphereMachineSpec, path *field.Path, r *convert.Report) *mapiv1.Workspace {
-	if s.Server != "" && !p.knownServer(s.Server) {
+	switch {
+	case s.Server == "":
+		p.checkClusterServer(path.Child("server"), r)
+	case !p.knownServer(s.Server):
 		r.Error(field.NotSupported(path.Child("server"), s.Server, p.VCenters))
 	}
 	ws := &mapiv1.Workspace{Server: s.Server, Folder: s.Folder, Datastore: s.Datastore, ResourcePool: s.ResourcePool}

@@ -231,6 +231,27 @@ func TestClusterAPIRefusals(t *testing.T) {
 	}
 }
 
+// TestClusterServer: a spec naming no server is refused both ways when the VSphereCluster's
+// server, which CAPV then uses, is not one of the cluster's vCenters.
+func TestClusterServer(t *testing.T) {
+	p := testPlatform
+	p.ClusterServer = "vcenter-old.ci.example.com"
+	ps := installerSpec()
+	ps.Workspace.Server = ""
+	s, mv, r := toInfra(t, p, ps)
+	if got := fields(r.Errors); !slices.Equal(got, []string{"v.workspace.server"}) {
+		t.Errorf("errors on %v: %v", got, r.Errors)
+	}
+	back := &convert.Report{}
+	p.FromInfra(s, mv, convert.InfraPaths{Infra: field.NewPath("s"), Machine: field.NewPath("m")}, back)
+	if got := fields(back.Errors); !slices.Equal(got, []string{"s.server"}) {
+		t.Errorf("back: errors on %v: %v", got, back.Errors)
+	}
+	if _, _, r := toInfra(t, testPlatform, ps); r.HasErrors() {
+		t.Errorf("the VSphereCluster's server is a vCenter of the cluster: %v", r.Errors)
+	}
+}
+
 // TestCloneModes: the Machine API's default is a full clone, CAPV's a linked one; each side's
 // default converts to the other's explicit value.
 func TestCloneModes(t *testing.T) {

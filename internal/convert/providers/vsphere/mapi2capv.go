@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"reflect"
+	"strings"
 
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,6 +95,7 @@ func (p Platform) workspaceToCAPV(ws *mapiv1.Workspace, out *capvv1.VSphereMachi
 	}
 	switch {
 	case ws.Server == "":
+		p.checkClusterServer(path.Child("server"), r)
 	case p.VCenters == nil:
 		r.Warn(path.Child("server"), "not checked: the cluster's vCenters (Infrastructure spec.platformSpec.vsphere.vcenters) are not known here")
 	case !p.knownServer(ws.Server):
@@ -106,6 +108,14 @@ func (p Platform) workspaceToCAPV(ws *mapiv1.Workspace, out *capvv1.VSphereMachi
 	out.Folder, out.Datastore, out.ResourcePool = ws.Folder, ws.Datastore, ws.ResourcePool
 	if ws.VMGroup != "" {
 		r.Unsupported(path.Child("vmGroup"), ws.VMGroup, capv+" on a VSphereMachine (it adds VMs to a host group only through a VSphereFailureDomain's topology)")
+	}
+}
+
+// checkClusterServer refuses a VM naming no server when the VSphereCluster's server, which CAPV
+// then uses, is not one of the cluster's vCenters, where the Machine API creates it.
+func (p Platform) checkClusterServer(path *field.Path, r *convert.Report) {
+	if p.ClusterServer != "" && !p.knownServer(p.ClusterServer) {
+		r.Error(field.Required(path, "unset, the Machine API uses the cluster's vCenter ("+strings.Join(p.VCenters, ", ")+") and CAPV the VSphereCluster's spec.server "+p.ClusterServer+": name the server"))
 	}
 }
 
