@@ -90,11 +90,11 @@ func TestRegistryRefusesSharedKinds(t *testing.T) {
 	}
 }
 
-// How each provider's controller acknowledges a pause: a Paused condition (AWS, PowerVS and the
-// simulated provider), the removal of an annotation (Azure), or not at all, when an operator
-// has to (OpenStack, GCP).
+// How each provider's controller acknowledges a pause: a Paused condition (AWS, PowerVS,
+// vSphere and the simulated provider), the removal of an annotation (Azure), or not at all,
+// when an operator has to (OpenStack, GCP).
 func TestPauseAcknowledgements(t *testing.T) {
-	want := map[string]string{"aws": "condition", "azure": "annotation", "gcp": "operator", "openstack": "operator", "powervs": "condition", "sim": "condition"}
+	want := map[string]string{"aws": "condition", "azure": "annotation", "gcp": "operator", "openstack": "operator", "powervs": "condition", "sim": "condition", "vsphere": "condition"}
 	for _, p := range provider.Builtin().All() {
 		got := "condition"
 		switch {

@@ -164,7 +164,8 @@ func TestWarnings(t *testing.T) {
 }
 
 // TestStaticAddresses checks how a device with addresses converts: the gateway by its family,
-// pools with the in-cluster IPAM group when they name none, and back.
+// pools with the in-cluster IPAM group when they name none, a warning on each such device that
+// CAPV hands the addresses to a new VM in a form RHCOS does not read, and back (no warning).
 func TestStaticAddresses(t *testing.T) {
 	ps := installerSpec()
 	ps.Network.Devices = []mapiv1.NetworkDeviceSpec{
@@ -175,6 +176,10 @@ func TestStaticAddresses(t *testing.T) {
 	s, mv, r := toInfra(t, testPlatform, ps)
 	if r.HasErrors() {
 		t.Fatal(r.Errors)
+	}
+	if got, want := fields(r.Warnings), []string{"v.network.devices[0]", "v.network.devices[1]", "v.network.devices[2]"}; !slices.Equal(got, want) ||
+		r.Warnings[0].Detail != StaticAddressWarning {
+		t.Errorf("warnings on %v, want %v: %v", got, want, r.Warnings)
 	}
 	d := s.Network.Devices
 	if d[0].Gateway4 != "192.168.14.1" || d[1].Gateway6 != "fd00::1" || d[0].DHCP4 != nil || d[2].DHCP4 != nil {

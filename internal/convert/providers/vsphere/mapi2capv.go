@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	mapiv1 "github.com/openshift/api/machine/v1beta1"
@@ -178,16 +179,7 @@ func checkDisk(name string, size int32, mode string, before []mapiv1.VSphereDisk
 	if size < 1 {
 		r.Error(field.Invalid(path.Child("sizeGiB"), size, "must be at least 1"))
 	}
-	if mode != "" && !contains(provisioningModes, mode) {
+	if mode != "" && !slices.Contains(provisioningModes, mode) {
 		r.Error(field.NotSupported(path.Child("provisioningMode"), mode, provisioningModes))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

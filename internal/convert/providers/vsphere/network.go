@@ -82,9 +82,17 @@ func deviceToCAPV(d mapiv1.NetworkDeviceSpec, path *field.Path, r *convert.Repor
 	}
 	if len(d.IPAddrs) == 0 && len(d.AddressesFromPools) == 0 {
 		out.DHCP4 = ptr.To(true)
+	} else {
+		r.Warn(path, StaticAddressWarning)
 	}
 	return out
 }
+
+// StaticAddressWarning is the warning on a device with static addresses (ipAddrs or
+// addressesFromPools): the two actuators hand them to the guest differently.
+const StaticAddressWarning = "static addresses: the Machine API passes them to RHCOS as kernel arguments (guestinfo.afterburn.initrd.network-kargs), " +
+	"CAPV as cloud-init network metadata (guestinfo.metadata), which RHCOS does not read; a VM CAPV clones from this spec may come up " +
+	"without them (a running VM handed over keeps its addresses)"
 
 // networkToMAPI is the reverse of networkToCAPV.
 func networkToMAPI(in capvv1.NetworkSpec, path *field.Path, r *convert.Report) mapiv1.NetworkSpec {

@@ -24,7 +24,8 @@ var testPlatform = Platform{VCenters: []string{vcenter, "vcenter-2.ci.example.co
 var testCtx = convert.Context{ClusterName: cluster, Platform: testPlatform, Namespaces: convert.OpenShiftNamespaces}
 
 var suite = ct.Suite[*mapiv1.VSphereMachineProviderSpec, *capvv1.VSphereMachineSpec]{
-	Checker:            ct.Checker{Ctx: testCtx, DecodeProviderSpec: ct.DecodeJSON[mapiv1.VSphereMachineProviderSpec]},
+	Checker: ct.Checker{Ctx: testCtx, DecodeProviderSpec: ct.DecodeJSON[mapiv1.VSphereMachineProviderSpec],
+		Expected: func(w convert.Warning) bool { return w.Detail == StaticAddressWarning }},
 	ProviderSpec:       genProviderSpec,
 	RandomProviderSpec: randomProviderSpec,
 	ProviderID:         genProviderID,
