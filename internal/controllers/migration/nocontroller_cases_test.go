@@ -405,6 +405,14 @@ func (l *uncontrolledLab) handBackByAnnotation(t *testing.T, p platformLab, name
 		t.Fatalf("the %s is not paused while the handover waits on it (err %v)", im.GetKind(), err)
 	}
 	setAck(false)
+	l.handedBack(t, p, name, im)
+}
+
+// handedBack waits for a handback to the Machine API to complete, checks the InfraMachine stays
+// paused without its provider's finalizers, and deletes the Machine: the Machine API copy is
+// authoritative now, its finalizer the (absent) actuator's.
+func (l *uncontrolledLab) handedBack(t *testing.T, p platformLab, name string, im *unstructured.Unstructured) {
+	ctx := context.Background()
 	l.waitAuthority(name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
 	if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
 		t.Fatal(err)
@@ -412,7 +420,6 @@ func (l *uncontrolledLab) handBackByAnnotation(t *testing.T, p platformLab, name
 	if !hasPaused(im) || slices.ContainsFunc(p.provider.InfraMachineFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(im, f) }) {
 		t.Fatalf("after the handback the %s is paused %v with finalizers %v", im.GetKind(), hasPaused(im), im.GetFinalizers())
 	}
-	// The Machine API copy is authoritative now; its finalizer is the (absent) actuator's.
 	m := named(&machinev1beta1.Machine{}, mapiNS, name)
 	if err := l.c.Delete(ctx, m); err != nil {
 		t.Fatal(err)
@@ -426,7 +433,6 @@ func (l *uncontrolledLab) handBackByAnnotation(t *testing.T, p platformLab, name
 // the handover waits, saying what an operator can do, until the operator annotates the paused
 // InfraMachine machina.dev/provider-paused, then completes, taking the provider's finalizer off.
 func (l *uncontrolledLab) handBackByOperator(t *testing.T, p platformLab, name string, im *unstructured.Unstructured) {
-	ctx := context.Background()
 	request(t, l.e, name, machinev1beta1.MachineAuthorityMachineAPI)
 	l.waitMigrationReason(name, migration.WaitingForPausedReason, "annotate it "+synccommon.ProviderPausedAnnotation)
 	l.e.Eventually(30*time.Second, im.GetName()+" acknowledged by the operator", func(ctx context.Context) (bool, string, error) {
@@ -444,19 +450,7 @@ func (l *uncontrolledLab) handBackByOperator(t *testing.T, p platformLab, name s
 		})
 		return err == nil, fmt.Sprint(err), nil
 	})
-	l.waitAuthority(name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
-	if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
-		t.Fatal(err)
-	}
-	if !hasPaused(im) || slices.ContainsFunc(p.provider.InfraMachineFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(im, f) }) {
-		t.Fatalf("after the handback the %s is paused %v with finalizers %v", im.GetKind(), hasPaused(im), im.GetFinalizers())
-	}
-	m := named(&machinev1beta1.Machine{}, mapiNS, name)
-	if err := l.c.Delete(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	l.removeFinalizers(m, machinev1beta1.MachineFinalizer)
-	l.waitGone("both copies", m, named(&clusterv1.Machine{}, capiNS, name), l.emptyInfra(p, false, im.GetName()))
+	l.handedBack(t, p, name, im)
 }
 
 // testUncontrolledBornClusterAPI: a Machine born Cluster API-authoritative has an InfraMachine
