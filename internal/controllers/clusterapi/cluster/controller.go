@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -64,7 +64,7 @@ type Reconciler struct {
 
 	watcher *external.Watcher
 	probes  prober
-	writes  setctl.StatusThrottle
+	writes  coalesce.StatusThrottle
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
@@ -93,10 +93,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// descendantCoalesce is how long a Cluster waits for more of its descendants' progress
-// before a pass recounts them.
-const descendantCoalesce = time.Second
-
 // descendantHandler brings a descendant's Cluster back: at once when the descendant comes,
 // goes, starts deleting or moves between Clusters or roles; a second later, coalesced, when
 // only its spec or status moved. A pass lists every descendant, and while thousands of
@@ -115,7 +111,7 @@ func descendantHandler() handler.Funcs {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if progressOnly(e.ObjectOld, e.ObjectNew) {
 				if req, ok := clusterOf(e.ObjectNew); ok {
-					q.AddAfter(req, descendantCoalesce)
+					q.AddAfter(req, coalesce.Delay)
 				}
 				return
 			}

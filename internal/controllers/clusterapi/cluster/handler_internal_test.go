@@ -11,6 +11,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 )
 
 // Which descendant events bring the Cluster back at once and which wait to be coalesced.
@@ -66,7 +68,7 @@ func TestDescendantHandler(t *testing.T) {
 			if tc.late == nil {
 				return
 			}
-			if got := drain(q, 10*descendantCoalesce); !equal(got, tc.late) {
+			if got := drain(q, 10*coalesce.Delay); !equal(got, tc.late) {
 				t.Fatalf("queued after the delay: %v, want %v", got, tc.late)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 )
 
 func machine(name string, trueConds ...string) *clusterv1.Machine {
@@ -101,7 +101,7 @@ func TestAvailableSummary(t *testing.T) {
 // A status change of counters or messages alone within StatusInterval of the last write is
 // held back; a condition's status change goes out at once; no change needs no write.
 func TestStatusWritesOnlyOnChange(t *testing.T) {
-	r := &Reconciler{writes: setctl.StatusThrottle{Interval: StatusInterval}}
+	r := &Reconciler{writes: coalesce.StatusThrottle{Interval: StatusInterval}}
 	key := types.NamespacedName{Namespace: "ns", Name: "c"}
 	before := &clusterv1.Cluster{}
 	setCondition(before, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionFalse, "NotAvailable", "* md-a: 1 of 2")

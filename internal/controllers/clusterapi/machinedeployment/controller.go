@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -47,7 +48,7 @@ type Reconciler struct {
 	// MaxConcurrentReconciles defaults to 5.
 	MaxConcurrentReconciles int
 
-	throttle setctl.StatusThrottle
+	throttle coalesce.StatusThrottle
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments;machinedeployments/status;machinedeployments/finalizers,verbs=get;list;watch;update;patch

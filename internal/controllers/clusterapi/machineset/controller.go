@@ -17,8 +17,6 @@ package machineset
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +42,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -64,7 +63,7 @@ type Reconciler struct {
 
 	expect *expectations
 
-	throttle    setctl.StatusThrottle
+	throttle    coalesce.StatusThrottle
 	initialised sync.Once
 }
 
@@ -115,12 +114,12 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			if key, ok := setOf(e.ObjectNew); ok && e.ObjectNew.GetDeletionTimestamp() != nil {
 				r.expect.observeDelete(key, e.ObjectNew.GetName())
 			}
-			if statusOnly(e.ObjectOld, e.ObjectNew) {
+			if coalesce.StatusOnly(e.ObjectOld, e.ObjectNew) {
 				// A Machine's progress (status, providerID) only moves the set's counts: one
-				// pass a second for all of them. A pass lists every Machine of the set, and at
-				// thousands of Machines a pass per event took a third of the manager's CPU.
+				// pass a second for all of them (a third of the manager's CPU at thousands of
+				// Machines when it was a pass per event).
 				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
-					q.AddAfter(req, statusCoalesce)
+					q.AddAfter(req, coalesce.Delay)
 				}
 				return
 			}
@@ -137,21 +136,6 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			enqueue(ctx, e.Object, q)
 		},
 	}
-}
-
-// statusCoalesce is how long a MachineSet waits for more of its Machines' progress before a
-// pass counts it.
-const statusCoalesce = time.Second
-
-// statusOnly says whether a Machine update leaves what the MachineSet acts on as it was: the
-// same labels, annotations, controller, finalizers and deletion state (its spec and status
-// may have changed: the set then only recounts, which can wait for statusCoalesce).
-func statusOnly(old, cur client.Object) bool {
-	ro, rn := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
-	return ro != nil && rn != nil && ro.UID == rn.UID &&
-		old.GetDeletionTimestamp().IsZero() && cur.GetDeletionTimestamp().IsZero() &&
-		maps.Equal(old.GetLabels(), cur.GetLabels()) && maps.Equal(old.GetAnnotations(), cur.GetAnnotations()) &&
-		slices.Equal(old.GetFinalizers(), cur.GetFinalizers())
 }
 
 // setOf names the MachineSet controlling o.

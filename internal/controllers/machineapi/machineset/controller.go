@@ -9,6 +9,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -44,6 +46,8 @@ type Reconciler struct {
 	// process's actuator, or none) are created without it.
 	FinalizedKinds []string
 	expect         *expectations
+	// throttle spaces the status writes that only move counts (coalesce.Delay apart).
+	throttle coalesce.StatusThrottle
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -55,11 +59,12 @@ type Reconciler struct {
 // match), and Nodes (a Node turning Ready changes readyReplicas).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.expect = newExpectations()
+	r.throttle.Interval = coalesce.Delay
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineapi-machineset").
 		For(&machinev1beta1.MachineSet{}).
 		Watches(&machinev1beta1.Machine{}, r.machineHandler()).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToSets), builder.WithPredicates(gate.NodeChanged)).
+		Watches(&corev1.Node{}, coalesce.MapAfter(r.nodeToSets), builder.WithPredicates(gate.NodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 5}).
 		Complete(r)
 }
@@ -89,6 +94,14 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if key, ok := owner(e.ObjectNew); ok && e.ObjectNew.GetDeletionTimestamp() != nil {
 				r.expect.observeDelete(key, e.ObjectNew)
+			}
+			if coalesce.StatusOnly(e.ObjectOld, e.ObjectNew) {
+				// A Machine's progress (phase, addresses, nodeRef) only moves the set's counts:
+				// one pass a second for all of them.
+				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
+					q.AddAfter(req, coalesce.Delay)
+				}
+				return
 			}
 			enqueue(ctx, e.ObjectNew, q)
 			if !equalOwner(e.ObjectOld, e.ObjectNew) {
@@ -153,11 +166,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
+			r.throttle.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(ms, r.Client)
-	defer helper.Finish(ctx, ms, &res, &retErr)
+	before := ms.DeepCopy()
+	defer func() {
+		r.throttle.Finish(ctx, helper, ms, !equality.Semantic.DeepEqual(before.Status, ms.Status), minorStatusChange(before, ms), &res, &retErr)
+	}()
 
 	decision, _, err := gate.MachineAPI(ms, r.SyncNamespace)
 	if err != nil || decision.Paused || decision.Resumed {

@@ -6,6 +6,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -72,4 +73,18 @@ func (r *Reconciler) readySince(ctx context.Context, m *machinev1beta1.Machine) 
 		}
 	}
 	return time.Time{}, false, nil
+}
+
+// minorStatusChange reports whether only the counts moved (the same observed generation,
+// selector, error, authority and conditions) and they have not settled yet: such a write can
+// wait for the throttle; settled counts (every wanted replica ready and available) go out at
+// once, as does anything of a MachineSet being deleted.
+func minorStatusChange(before, after *machinev1beta1.MachineSet) bool {
+	b, a := before.Status, after.Status
+	b.Replicas, b.FullyLabeledReplicas, b.ReadyReplicas, b.AvailableReplicas = a.Replicas, a.FullyLabeledReplicas, a.ReadyReplicas, a.AvailableReplicas
+	if !equality.Semantic.DeepEqual(b, a) || !after.DeletionTimestamp.IsZero() {
+		return false
+	}
+	settled := after.Spec.Replicas != nil && a.Replicas == *after.Spec.Replicas && a.ReadyReplicas == a.Replicas && a.AvailableReplicas == a.Replicas
+	return !settled
 }
