@@ -139,6 +139,17 @@ func (c *Context) infraPlatform(controlPlane bool) Platform {
 // *v1beta2.AWSMachineSpec, with the providerID left empty.
 type InfraSpec any
 
+// InfraSpecAs is how a platform's FromInfra takes spec: as its own InfraMachine spec type T,
+// or, when the core handed it anything else, an internal error under path.
+func InfraSpecAs[T any](spec InfraSpec, path *field.Path, r *Report) (*T, bool) {
+	s, ok := spec.(*T)
+	if !ok || s == nil {
+		r.Error(field.InternalError(path, fmt.Errorf("the InfraMachine spec is a %T, not a %T", spec, s)))
+		return nil, false
+	}
+	return s, true
+}
+
 // InfraPaths are the roots a platform reports Cluster API → Machine API problems under.
 type InfraPaths struct {
 	// Infra is the path of the InfraMachine spec (e.g. "AWSMachine.spec" or

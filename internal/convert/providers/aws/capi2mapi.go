@@ -21,9 +21,8 @@ import (
 // FromInfra converts an AWSMachine spec and the Machine's values back into an
 // AWSMachineProviderConfig. The region and credentials secret come from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capav1.AWSMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotAWSSpec))
+	s, ok := convert.InfraSpecAs[capav1.AWSMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra
@@ -370,9 +369,3 @@ func sortedRoles(m map[capav1.SecurityGroupRole]string) []string {
 	sort.Strings(out)
 	return out
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotAWSSpec = constError("aws: the InfraMachine spec is not an AWSMachineSpec")

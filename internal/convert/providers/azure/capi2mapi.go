@@ -18,9 +18,8 @@ import (
 // AzureMachineProviderSpec. The location, resource groups, virtual network, load balancer
 // and credentials secret come from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capzv1.AzureMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotAzureSpec))
+	s, ok := convert.InfraSpecAs[capzv1.AzureMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra

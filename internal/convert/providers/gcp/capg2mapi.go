@@ -23,9 +23,8 @@ const (
 // GCPMachineProviderSpec. The project, region, network and credentials secret come from the
 // cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capgv1.GCPMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotGCPSpec))
+	s, ok := convert.InfraSpecAs[capgv1.GCPMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra

@@ -240,9 +240,3 @@ func ZoneRegion(zone string) string {
 	}
 	return m[1]
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotGCPSpec = constError("gcp: the InfraMachine spec is not a GCPMachineSpec")

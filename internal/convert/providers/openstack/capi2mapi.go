@@ -16,9 +16,8 @@ import (
 // FromInfra converts an OpenStackMachine spec and the Machine's values back into an
 // OpenstackProviderSpec.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capov1.OpenStackMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotOpenStackSpec))
+	s, ok := convert.InfraSpecAs[capov1.OpenStackMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra

@@ -179,9 +179,3 @@ func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r
 	s.ProviderID = nil
 	return s, true
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotOpenStackSpec = constError("openstack: the InfraMachine spec is not an OpenStackMachineSpec")

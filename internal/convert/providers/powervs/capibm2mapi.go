@@ -14,9 +14,8 @@ import (
 // PowerVSMachineProviderConfig. The credentials secret, and the workspace of a spec that
 // names none, come from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capibmv1.IBMPowerVSMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotPowerVSSpec))
+	s, ok := convert.InfraSpecAs[capibmv1.IBMPowerVSMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra

@@ -172,9 +172,3 @@ func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r
 	s.ProviderID = ""
 	return s, true
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotPowerVSSpec = constError("powervs: the InfraMachine spec is not an IBMPowerVSMachineSpec")

@@ -12,9 +12,8 @@ import (
 // FromInfra converts a SimMachine spec and the Machine's values back into a
 // SimMachineProviderSpec. The region comes from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*simv1.SimMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotSimSpec))
+	s, ok := convert.InfraSpecAs[simv1.SimMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	ps := simv1.SimMachineProviderSpec{
@@ -47,11 +46,5 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	}
 	return convert.Encode(&ps, paths.Infra, r)
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotSimSpec = constError("sim: the InfraMachine spec is not a SimMachineSpec")
 
 func quote(s string) string { return "\"" + s + "\"" }

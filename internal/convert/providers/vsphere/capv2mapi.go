@@ -16,9 +16,8 @@ import (
 // FromInfra converts a VSphereMachine spec and the Machine's values back into a
 // VSphereMachineProviderSpec. The credentials secret comes from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
-	s, ok := spec.(*capvv1.VSphereMachineSpec)
-	if !ok || s == nil {
-		r.Error(field.InternalError(paths.Infra, errNotVSphereSpec))
+	s, ok := convert.InfraSpecAs[capvv1.VSphereMachineSpec](spec, paths.Infra, r)
+	if !ok {
 		return nil
 	}
 	path := paths.Infra

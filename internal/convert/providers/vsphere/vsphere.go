@@ -163,9 +163,3 @@ func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r
 	s.ProviderID = ""
 	return s, true
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNotVSphereSpec = constError("vsphere: the InfraMachine spec is not a VSphereMachineSpec")
