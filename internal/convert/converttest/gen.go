@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/randfill"
@@ -400,4 +402,20 @@ func Cases(def int) int64 {
 		return int64(n)
 	}
 	return int64(def)
+}
+
+// Fields lists the field paths of errors or warnings, sorted: what the platforms' tests
+// compare.
+func Fields[T interface{ *field.Error | convert.Warning }](list []T) []string {
+	var out []string
+	for _, e := range list {
+		switch v := any(e).(type) {
+		case *field.Error:
+			out = append(out, v.Field)
+		case convert.Warning:
+			out = append(out, v.Field)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

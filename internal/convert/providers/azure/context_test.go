@@ -79,14 +79,8 @@ func toInfra(t *testing.T, p Platform, ps *mapiv1.AzureMachineProviderSpec) *con
 	return r
 }
 
-func fields(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
+// fields is converttest.Fields with each path once (several checks may name one field).
+func fields(errs field.ErrorList) []string { return slices.Compact(ct.Fields(errs)) }
 
 // Every value CAPZ cannot carry is an error naming its field, all reported together.
 func TestErrorsNameFieldPaths(t *testing.T) {

@@ -75,15 +75,6 @@ func toInfra(t *testing.T, p Platform, ps any) (*capgv1.GCPMachineSpec, convert.
 	return s, mv, r
 }
 
-func fields(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // TestRefusals checks that every value CAPG cannot carry is an error naming its field, and
 // that all of them are reported together.
 func TestRefusals(t *testing.T) {
@@ -126,7 +117,7 @@ func TestRefusals(t *testing.T) {
 			ps := installerSpec()
 			tc.change(ps)
 			_, _, r := toInfra(t, testPlatform, ps)
-			if got := fields(r.Errors); !slices.Equal(got, tc.want) {
+			if got := ct.Fields(r.Errors); !slices.Equal(got, tc.want) {
 				t.Errorf("errors on %v, want %v:\n%v", got, tc.want, r.Errors)
 			}
 		})
@@ -174,7 +165,7 @@ func TestWithoutGCPCluster(t *testing.T) {
 	}
 	back := &convert.Report{}
 	p.FromInfra(s, mv, convert.InfraPaths{Infra: field.NewPath("GCPMachine", "spec"), Machine: field.NewPath("Machine", "spec")}, back)
-	if got := fields(back.Errors); !slices.Equal(got, []string{"GCPMachine.spec"}) || !strings.Contains(back.Errors[0].Detail, "--infrastructure") {
+	if got := ct.Fields(back.Errors); !slices.Equal(got, []string{"GCPMachine.spec"}) || !strings.Contains(back.Errors[0].Detail, "--infrastructure") {
 		t.Errorf("converting back: %v", back.Errors)
 	}
 }
@@ -192,7 +183,7 @@ func TestClusterAPIRefusals(t *testing.T) {
 	paths := convert.InfraPaths{Infra: field.NewPath("s"), Machine: field.NewPath("m")}
 	testPlatform.FromInfra(s, convert.MachineValues{}, paths, r)
 	want := []string{"m.failureDomain", "s.additionalDisks[0].deviceType", "s.additionalMetadata[0].key", "s.aliasIPRanges", "s.guestAccelerators[0].type", "s.image", "s.rootDiskEncryptionKey.keyType"}
-	if got := fields(r.Errors); !slices.Equal(got, want) {
+	if got := ct.Fields(r.Errors); !slices.Equal(got, want) {
 		t.Errorf("errors on %v, want %v:\n%v", got, want, r.Errors)
 	}
 }

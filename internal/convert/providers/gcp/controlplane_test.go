@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/convert"
+	ct "github.com/machina-dev/machina/internal/convert/converttest"
 )
 
 const roleLabel = convert.MachineAPIRoleLabel
@@ -71,7 +72,7 @@ func TestControlPlaneRole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, w, errs := convert.ToClusterAPIMachine(mapiMachine(t, tc.labels), roleContext(tc.tag))
-			if got := fields(errs); !slices.Equal(got, tc.wantErrors) {
+			if got := ct.Fields(errs); !slices.Equal(got, tc.wantErrors) {
 				t.Fatalf("errors on %v, want %v: %v", got, tc.wantErrors, errs)
 			}
 			if tc.wantErrors != nil {
@@ -109,7 +110,7 @@ func TestControlPlaneRoleToMachineAPI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, im := capiMachine(t, tc.labels)
 			out, _, errs := convert.ToMachineAPIMachine(m, im, roleContext(tc.tag))
-			if got := fields(errs); !slices.Equal(got, tc.wantErrors) {
+			if got := ct.Fields(errs); !slices.Equal(got, tc.wantErrors) {
 				t.Fatalf("errors on %v, want %v: %v", got, tc.wantErrors, errs)
 			}
 			if tc.wantErrors != nil {

@@ -9,7 +9,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	capov1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -43,14 +42,6 @@ func roleMachine(t *testing.T, labels map[string]string) *machinev1beta1.Machine
 	labels[convert.MachineAPIClusterLabel] = cluster
 	return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "openshift-machine-api", Labels: labels},
 		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}}}}
-}
-
-func errorFields(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	return out
 }
 
 // TestAPIServerIngressOf reads what CAPO does for control-plane Machines from the
@@ -99,7 +90,7 @@ func TestControlPlaneRole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, w, errs := convert.ToClusterAPIMachine(roleMachine(t, tc.labels), ingressContext(tc.ingress))
-			if got := errorFields(errs); !slices.Equal(got, tc.wantErrors) {
+			if got := ct.Fields(errs); !slices.Equal(got, tc.wantErrors) {
 				t.Fatalf("errors on %v, want %v: %v", got, tc.wantErrors, errs)
 			}
 			if tc.wantErrors != nil {
@@ -145,7 +136,7 @@ func TestControlPlaneRoleToMachineAPI(t *testing.T) {
 			m.Labels[clusterv1.ClusterNameLabel] = cluster
 			m.Labels[convert.MachineAPIClusterLabel] = cluster
 			out, _, errs := convert.ToMachineAPIMachine(m, conv.InfraMachine, ingressContext(tc.ingress))
-			if got := errorFields(errs); !slices.Equal(got, tc.wantErrors) {
+			if got := ct.Fields(errs); !slices.Equal(got, tc.wantErrors) {
 				t.Fatalf("errors on %v, want %v: %v", got, tc.wantErrors, errs)
 			}
 			if tc.wantErrors != nil {

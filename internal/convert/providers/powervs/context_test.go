@@ -71,24 +71,6 @@ func toInfra(t *testing.T, p Platform, ps any) (*capibmv1.IBMPowerVSMachineSpec,
 	return s, mv, r
 }
 
-func fields(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func warned(r *convert.Report) []string {
-	var out []string
-	for _, w := range r.Warnings {
-		out = append(out, w.Field)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // TestRefusals checks that every value CAPIBM cannot carry is an error naming its field, and
 // that all of them are reported together.
 func TestRefusals(t *testing.T) {
@@ -124,7 +106,7 @@ func TestRefusals(t *testing.T) {
 			ps := installerSpec()
 			tc.change(ps)
 			_, _, r := toInfra(t, testPlatform, ps)
-			if got := fields(r.Errors); !slices.Equal(got, tc.want) {
+			if got := ct.Fields(r.Errors); !slices.Equal(got, tc.want) {
 				t.Errorf("errors on %v, want %v:\n%v", got, tc.want, r.Errors)
 			}
 		})
@@ -148,7 +130,7 @@ func TestMachineAPIDefaults(t *testing.T) {
 		t.Errorf("spec %+v, machine values %+v", s, mv)
 	}
 	want := []string{"v.apiVersion", "v.credentialsSecret", "v.image.id", "v.memoryGiB", "v.processorType", "v.processors", "v.systemType"}
-	if got := warned(r); !slices.Equal(got, want) {
+	if got := ct.Fields(r.Warnings); !slices.Equal(got, want) {
 		t.Errorf("warnings on %v, want %v", got, want)
 	}
 
@@ -166,14 +148,14 @@ func TestWithoutCluster(t *testing.T) {
 	p := testPlatform
 	p.ServiceInstanceName = ""
 	s, mv, r := toInfra(t, p, installerSpec())
-	if got := warned(r); r.HasErrors() || !slices.Equal(got, []string{"v.serviceInstance.name"}) {
+	if got := ct.Fields(r.Warnings); r.HasErrors() || !slices.Equal(got, []string{"v.serviceInstance.name"}) {
 		t.Fatalf("errors %v, warnings %v", r.Errors, r.Warnings)
 	}
 	s.ServiceInstance = nil
 	paths := convert.InfraPaths{Infra: field.NewPath("IBMPowerVSMachine", "spec"), Machine: field.NewPath("Machine", "spec")}
 	back := &convert.Report{}
 	p.FromInfra(s, mv, paths, back)
-	if got := fields(back.Errors); !slices.Equal(got, []string{"IBMPowerVSMachine.spec.serviceInstance"}) || !strings.Contains(back.Errors[0].Detail, "--infrastructure") {
+	if got := ct.Fields(back.Errors); !slices.Equal(got, []string{"IBMPowerVSMachine.spec.serviceInstance"}) || !strings.Contains(back.Errors[0].Detail, "--infrastructure") {
 		t.Errorf("converting back: %v", back.Errors)
 	}
 	// With the cluster known, the IBMPowerVSCluster's workspace is written by name.
@@ -196,7 +178,7 @@ func TestClusterAPIRefusals(t *testing.T) {
 	paths := convert.InfraPaths{Infra: field.NewPath("s"), Machine: field.NewPath("m")}
 	testPlatform.FromInfra(s, convert.MachineValues{FailureDomain: "dal10"}, paths, r)
 	want := []string{"m.failureDomain", "s.imageRef.name", "s.memoryGiB", "s.network", "s.processorType", "s.processors", "s.serviceInstance.name", "s.sshKey", "s.systemType"}
-	if got := fields(r.Errors); !slices.Equal(got, want) {
+	if got := ct.Fields(r.Errors); !slices.Equal(got, want) {
 		t.Errorf("errors on %v, want %v:\n%v", got, want, r.Errors)
 	}
 
@@ -206,7 +188,7 @@ func TestClusterAPIRefusals(t *testing.T) {
 	s.Network = capibmv1.IBMPowerVSResourceReference{}
 	r = &convert.Report{}
 	testPlatform.FromInfra(s, convert.MachineValues{}, paths, r)
-	if got := fields(r.Errors); !slices.Equal(got, []string{"s.image.regex", "s.network"}) {
+	if got := ct.Fields(r.Errors); !slices.Equal(got, []string{"s.image.regex", "s.network"}) {
 		t.Errorf("errors on %v:\n%v", got, r.Errors)
 	}
 }
@@ -225,7 +207,7 @@ func TestClusterAPIDefaults(t *testing.T) {
 		ps.CredentialsSecret.Name != DefaultCredentialsSecret || ps.UserDataSecret.Name != "worker-user-data" {
 		t.Errorf("providerSpec %+v", ps)
 	}
-	if got, want := warned(r), []string{"s.memoryGiB", "s.processorType", "s.processors", "s.systemType"}; !slices.Equal(got, want) {
+	if got, want := ct.Fields(r.Warnings), []string{"s.memoryGiB", "s.processorType", "s.processors", "s.systemType"}; !slices.Equal(got, want) {
 		t.Errorf("warnings on %v, want %v", got, want)
 	}
 }

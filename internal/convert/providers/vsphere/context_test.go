@@ -75,20 +75,6 @@ func toInfra(t *testing.T, p Platform, ps any) (*capvv1.VSphereMachineSpec, conv
 	return s, mv, r
 }
 
-func fields[T interface{ *field.Error | convert.Warning }](list []T) []string {
-	var out []string
-	for _, e := range list {
-		switch v := any(e).(type) {
-		case *field.Error:
-			out = append(out, v.Field)
-		case convert.Warning:
-			out = append(out, v.Field)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // TestInstallerSpec checks what the installer's worker becomes: an explicit full clone, the
 // datacenter and cores per socket named, DHCP on the device.
 func TestInstallerSpec(t *testing.T) {
@@ -139,7 +125,7 @@ func TestRefusals(t *testing.T) {
 			ps := installerSpec()
 			tc.change(ps)
 			_, _, r := toInfra(t, testPlatform, ps)
-			if got := fields(r.Errors); !slices.Equal(got, tc.want) {
+			if got := ct.Fields(r.Errors); !slices.Equal(got, tc.want) {
 				t.Errorf("errors on %v, want %v:\n%v", got, tc.want, r.Errors)
 			}
 		})
@@ -158,7 +144,7 @@ func TestWarnings(t *testing.T) {
 	if s.NumCPUs != 2 || ptr.Deref(s.NumCoresPerSocket, 0) != 2 {
 		t.Errorf("CPUs %d, cores per socket %v", s.NumCPUs, s.NumCoresPerSocket)
 	}
-	if got, want := fields(r.Warnings), []string{"v.apiVersion", "v.credentialsSecret", "v.numCPUs"}; !slices.Equal(got, want) {
+	if got, want := ct.Fields(r.Warnings), []string{"v.apiVersion", "v.credentialsSecret", "v.numCPUs"}; !slices.Equal(got, want) {
 		t.Errorf("warnings on %v, want %v", got, want)
 	}
 }
@@ -177,7 +163,7 @@ func TestStaticAddresses(t *testing.T) {
 	if r.HasErrors() {
 		t.Fatal(r.Errors)
 	}
-	if got, want := fields(r.Warnings), []string{"v.network.devices[0]", "v.network.devices[1]", "v.network.devices[2]"}; !slices.Equal(got, want) ||
+	if got, want := ct.Fields(r.Warnings), []string{"v.network.devices[0]", "v.network.devices[1]", "v.network.devices[2]"}; !slices.Equal(got, want) ||
 		r.Warnings[0].Detail != StaticAddressWarning {
 		t.Errorf("warnings on %v, want %v: %v", got, want, r.Warnings)
 	}
@@ -228,10 +214,10 @@ func TestClusterAPIRefusals(t *testing.T) {
 		"s.network.devices[0].addressesFromPools[0].kind", "s.network.devices[0].dhcp4", "s.network.devices[0].dhcp6", "s.network.devices[0].gateway6", "s.network.devices[0].mtu",
 		"s.network.devices[1].dhcp4", "s.network.devices[1].networkName", "s.network.routes",
 		"s.numCoresPerSocket", "s.os", "s.pciDevices", "s.powerOffMode", "s.server", "s.storagePolicyName"}
-	if got := fields(r.Errors); !slices.Equal(got, want) {
+	if got := ct.Fields(r.Errors); !slices.Equal(got, want) {
 		t.Errorf("errors on %v, want %v:\n%v", got, want, r.Errors)
 	}
-	if got := fields(r.Warnings); !slices.Equal(got, []string{"s.thumbprint"}) {
+	if got := ct.Fields(r.Warnings); !slices.Equal(got, []string{"s.thumbprint"}) {
 		t.Errorf("warnings on %v", got)
 	}
 }
@@ -244,12 +230,12 @@ func TestClusterServer(t *testing.T) {
 	ps := installerSpec()
 	ps.Workspace.Server = ""
 	s, mv, r := toInfra(t, p, ps)
-	if got := fields(r.Errors); !slices.Equal(got, []string{"v.workspace.server"}) {
+	if got := ct.Fields(r.Errors); !slices.Equal(got, []string{"v.workspace.server"}) {
 		t.Errorf("errors on %v: %v", got, r.Errors)
 	}
 	back := &convert.Report{}
 	p.FromInfra(s, mv, convert.InfraPaths{Infra: field.NewPath("s"), Machine: field.NewPath("m")}, back)
-	if got := fields(back.Errors); !slices.Equal(got, []string{"s.server"}) {
+	if got := ct.Fields(back.Errors); !slices.Equal(got, []string{"s.server"}) {
 		t.Errorf("back: errors on %v: %v", got, back.Errors)
 	}
 	if _, _, r := toInfra(t, testPlatform, ps); r.HasErrors() {
