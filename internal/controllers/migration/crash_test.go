@@ -37,22 +37,20 @@ type crashStep struct {
 type machineStep func(m *machinev1beta1.Machine, c *clusterv1.Machine) int
 
 // stepToClusterAPI: 1 Migrating, 2 the Machine API copy reports Paused=True, 3 the Cluster
-// API finalizer is on, 4 the Machine API finalizer is off, 5 the Cluster API copy is
-// unpaused, 6 done.
+// API copy is unpaused with its finalizer (its InfraMachine before it: see infraStep), 4 the
+// Machine API finalizer is off, 5 done.
 func stepToClusterAPI(m *machinev1beta1.Machine, c *clusterv1.Machine) int {
 	switch m.Status.AuthoritativeAPI {
 	case machinev1beta1.MachineAuthorityClusterAPI:
-		return 6
+		return 5
 	case machinev1beta1.MachineAuthorityMigrating:
 	default:
 		return 0
 	}
 	switch {
-	case !gate.HasPausedAnnotation(c):
-		return 5
 	case !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer):
 		return 4
-	case controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer):
+	case !gate.HasPausedAnnotation(c) && controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer):
 		return 3
 	case mapicond.IsTrue(m.Status.Conditions, gate.PausedCondition):
 		return 2
@@ -91,13 +89,11 @@ func crashSteps(name string, to machinev1beta1.MachineAuthority) []crashStep {
 		return []crashStep{
 			{"Migrating", hold{"the Machine API copy's Paused=True", mapiGroup, "machines/status",
 				n + " && " + celHasCondition("object", "Paused", "True") + " && !" + celHasCondition("oldObject", "Paused", "True")}},
-			{"old side Paused=True", hold{"adding the Cluster API finalizer", capiGroup, "machines",
-				n + " && " + celHasFinalizer("object", capiF) + " && !" + celHasFinalizer("oldObject", capiF)}},
-			{"new-side finalizer added", hold{"removing the Machine API finalizer", mapiGroup, "machines",
-				n + " && " + celHasFinalizer("oldObject", mapiF) + " && !" + celHasFinalizer("object", mapiF)}},
-			{"old-side finalizer removed", hold{"unpausing the Cluster API copy", capiGroup, "machines",
+			{"old side Paused=True", hold{"unpausing the Cluster API copy (its finalizer with it)", capiGroup, "machines",
 				n + " && " + celHasAnnotation("oldObject", clusterv1.PausedAnnotation) + " && !" + celHasAnnotation("object", clusterv1.PausedAnnotation)}},
-			{"new side unpaused", hold{"status.authoritativeAPI: ClusterAPI", mapiGroup, "machines/status",
+			{"new side unpaused", hold{"removing the Machine API finalizer", mapiGroup, "machines",
+				n + " && " + celHasFinalizer("oldObject", mapiF) + " && !" + celHasFinalizer("object", mapiF)}},
+			{"old-side finalizer removed", hold{"status.authoritativeAPI: ClusterAPI", mapiGroup, "machines/status",
 				n + " && object.status.?authoritativeAPI.orValue('') == 'ClusterAPI' && oldObject.status.?authoritativeAPI.orValue('') == 'Migrating'"}},
 		}
 	}
@@ -114,13 +110,14 @@ func crashSteps(name string, to machinev1beta1.MachineAuthority) []crashStep {
 }
 
 // infraCrashSteps are crashSteps with the InfraMachine's own writes made stopping points
-// too. To the Cluster API the Cluster API Machine is unpaused before its InfraMachine, so
-// "new side unpaused" splits in two: the Machine unpaused (held before the InfraMachine's
-// unpause), then the InfraMachine (held before the authority write). Back to the Machine API
-// the provider's finalizer leaves the paused InfraMachine after the Cluster API Machine's
-// finalizer, so "old-side finalizer removed" is held before that removal and a step "provider
-// finalizer removed" follows; "old side Paused=True" there also waits for the provider's own
-// Paused=True. The InfraMachine's kind, group and finalizers come from the provider registry.
+// too. To the Cluster API the InfraMachine is unpaused (with its provider's finalizer) before
+// the Cluster API Machine, so a step "InfraMachine unpaused" comes between "old side
+// Paused=True" (now held before the InfraMachine's unpause) and "new side unpaused" (held, as
+// the Machine's unpause was, before it). Back to the Machine API the provider's finalizer
+// leaves the paused InfraMachine after the Cluster API Machine's finalizer, so "old-side
+// finalizer removed" is held before that removal and a step "provider finalizer removed"
+// follows; "old side Paused=True" there also waits for the provider's own Paused=True. The
+// InfraMachine's kind, group and finalizers come from the provider registry.
 func infraCrashSteps(e *testenv.Env, p provider.Provider, name, infraName string, to machinev1beta1.MachineAuthority) []crashStep {
 	steps := crashSteps(name, to)
 	kind, group := p.InfraMachine.Kind, p.InfraMachine.Group
@@ -130,11 +127,10 @@ func infraCrashSteps(e *testenv.Env, p provider.Provider, name, infraName string
 	}
 	n, resource := celNamed(infraName), mapping.Resource.Resource
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
-		unpaused := crashStep{"Cluster API Machine unpaused", hold{"unpausing the " + kind, group, resource,
+		paused := crashStep{steps[1].name, hold{"unpausing the " + kind + " (its provider's finalizer with it)", group, resource,
 			n + " && " + celHasAnnotation("oldObject", clusterv1.PausedAnnotation) + " && !" + celHasAnnotation("object", clusterv1.PausedAnnotation)}}
-		last := steps[4]
-		last.name = kind + " unpaused"
-		return append(steps[:4:4], unpaused, last)
+		unpaused := crashStep{kind + " unpaused", steps[1].hold}
+		return []crashStep{steps[0], paused, unpaused, steps[2], steps[3]}
 	}
 	var removals []string
 	for _, f := range p.InfraMachineFinalizers {
@@ -149,18 +145,18 @@ func infraCrashSteps(e *testenv.Env, p provider.Provider, name, infraName string
 }
 
 // infraStep is stepToClusterAPI or stepToMachineAPI refined by the InfraMachine (see
-// infraCrashSteps): to the Cluster API 1-4 as there, 5 the Cluster API Machine unpaused, 6 its
-// InfraMachine unpaused, 7 done; back, 1 Migrating, 2 the Cluster API Machine at its
-// generation and the InfraMachine's provider report Paused=True, 3 the Machine API finalizer
-// is on, 4 the Cluster API Machine's finalizer is off, 5 the provider's finalizer is off the
-// InfraMachine, 6 done.
+// infraCrashSteps): to the Cluster API 1-2 as there, 3 the InfraMachine unpaused, 4 the
+// Cluster API Machine unpaused, 5 the Machine API finalizer off, 6 done; back, 1 Migrating, 2
+// the Cluster API Machine at its generation and the InfraMachine's provider report
+// Paused=True, 3 the Machine API finalizer is on, 4 the Cluster API Machine's finalizer is
+// off, 5 the provider's finalizer is off the InfraMachine, 6 done.
 func infraStep(to machinev1beta1.MachineAuthority, m *machinev1beta1.Machine, c *clusterv1.Machine, in *infraView) int {
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
 		switch s := stepToClusterAPI(m, c); {
-		case s == 6:
-			return 7
-		case s == 5 && !in.paused:
-			return 6
+		case s >= 3:
+			return s + 1
+		case s == 2 && !in.paused:
+			return 3
 		default:
 			return s
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -20,9 +21,9 @@ const DeletedWhileMigratingReason = "DeletedWhileMigrating"
 
 // settleDeletion ends the handover of a Machine one of whose copies is being deleted, so that
 // exactly one side's controller acts on the deletion: the side whose controller finalizer is
-// still on its copy (the old side when both are, the new side when neither is any more; the
+// still on its copy (the old side when both are; the new side when neither is any more; the
 // API server refuses new finalizers on an object being deleted, so the handover cannot go
-// on). The other side lets go of the instance and is paused, then the authority names the
+// on) — except that a Cluster API side the handover has already unpaused is the one acting. The other side lets go of the instance and is paused, then the authority names the
 // chosen side; the sync then carries the deletion over by the usual rules.
 func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubject) (ctrl.Result, error) {
 	to := deletionSide(s)
@@ -56,12 +57,17 @@ func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubjec
 	return ctrl.Result{}, nil
 }
 
-// deletionSide is the side that acts on a deletion that interrupted a handover.
+// deletionSide is the side that acts on a deletion that interrupted a handover. Going to the
+// Cluster API, its copies are unpaused (with their finalizers) before the Machine API's
+// finalizer goes: once the Cluster API Machine is unpaused, that side is the one acting, and
+// its controller may already have carried the deletion out and let go.
 func deletionSide(s *machineSubject) machinev1beta1.MachineAuthority {
 	_, _, previous := s.authorities()
 	mapiHolds := controllerutil.ContainsFinalizer(s.mapi, machinev1beta1.MachineFinalizer)
 	capiHolds := s.capi != nil && controllerutil.ContainsFinalizer(s.capi, clusterv1.MachineFinalizer)
 	switch {
+	case previous == machinev1beta1.MachineAuthorityMachineAPI && s.capi != nil && !gate.HasPausedAnnotation(s.capi):
+		return machinev1beta1.MachineAuthorityClusterAPI
 	case mapiHolds && (previous == machinev1beta1.MachineAuthorityMachineAPI || !capiHolds):
 		return machinev1beta1.MachineAuthorityMachineAPI
 	case capiHolds:

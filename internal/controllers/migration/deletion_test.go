@@ -23,21 +23,21 @@ import (
 // directions: the deletion completes — the Machine API copy goes, nothing stays Terminating —
 // and the instance is either terminated (the Cluster API copy went too) or kept by a Cluster
 // API copy that carries on alone, unpaused; no instance is launched. The CAPI cases delete the
-// Cluster API copy instead once the Machine API has let go of the instance (steps 4 and 5,
-// before the InfraMachine's provider has had an unpaused pass of its own): the handover ends on
-// the Cluster API side, both copies go and the instance is terminated (the soak once leaked an
-// instance there). Before step 4 such a deletion is the sync's: a mirror deleted by hand is
-// recreated (TestSync). It runs in each platform's own lab (TestOwnLab).
+// Cluster API copy instead once it is unpaused (step 3, the Machine API finalizer still on, and
+// step 4, after the Machine API let go of the instance): the Cluster API side is then the
+// active one, the handover ends there, both copies go and the instance is terminated (the
+// soak once leaked an instance there). Before step 3 such a deletion is the sync's: a mirror
+// deleted by hand is recreated (TestSync). It runs in each platform's own lab (TestOwnLab).
 func testDeleteWhileMigrating(t *testing.T, e *testenv.Env, pc platformCase) {
 	for _, tc := range []struct {
 		to   machinev1beta1.MachineAuthority
 		step int
 		capi bool
 	}{
-		{machinev1beta1.MachineAuthorityClusterAPI, 1, false}, {machinev1beta1.MachineAuthorityClusterAPI, 3, false},
-		{machinev1beta1.MachineAuthorityClusterAPI, 4, false}, {machinev1beta1.MachineAuthorityClusterAPI, 5, false},
+		{machinev1beta1.MachineAuthorityClusterAPI, 1, false}, {machinev1beta1.MachineAuthorityClusterAPI, 2, false},
+		{machinev1beta1.MachineAuthorityClusterAPI, 3, false}, {machinev1beta1.MachineAuthorityClusterAPI, 4, false},
 		{machinev1beta1.MachineAuthorityMachineAPI, 1, false}, {machinev1beta1.MachineAuthorityMachineAPI, 3, false},
-		{machinev1beta1.MachineAuthorityClusterAPI, 4, true}, {machinev1beta1.MachineAuthorityClusterAPI, 5, true},
+		{machinev1beta1.MachineAuthorityClusterAPI, 3, true}, {machinev1beta1.MachineAuthorityClusterAPI, 4, true},
 	} {
 		side := ""
 		if tc.capi {

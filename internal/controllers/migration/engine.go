@@ -2,8 +2,8 @@
 // API to the other when a user changes the Machine API copy's spec.authoritativeAPI:
 //
 //	check Synchronized → status Migrating → pause the old side and wait for its Paused=True
-//	→ check the latest generation is synced → move finalizers → unpause the new side
-//	→ status.authoritativeAPI = spec.
+//	→ check the latest generation is synced → (to the Cluster API: unpause the new side,
+//	its finalizers with it) → move finalizers → status.authoritativeAPI = spec.
 //
 // Every step is decided from the objects alone, so a crash at any point resumes where it
 // stopped; setting spec back while Migrating rolls back.
@@ -179,25 +179,19 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
 		return ctrl.Result{RequeueAfter: PendingRetry}, nil
 	}
-	// 3. Finalizers follow authority (added on the new side before they leave the old).
+	// 3. Going to the Cluster API, the new side is unpaused (its InfraMachine knowing it is
+	// provisioned), each copy taking its controller finalizer in the same write.
+	if to == machinev1beta1.MachineAuthorityClusterAPI {
+		if err := e.activateCAPI(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// 4. Finalizers follow authority (on the new side before they leave the old), then the
+	// authority names the new side.
 	done, err := s.moveFinalizers(ctx, e.client, to)
 	if err != nil || !done {
 		e.stepFailed(ctx, s, "moving the finalizers to the "+string(to)+" copies", err)
 		return ctrl.Result{RequeueAfter: time.Second}, err
-	}
-	// 4. The new side is unpaused (its InfraMachine knowing it is provisioned), then named
-	// authoritative.
-	if to == machinev1beta1.MachineAuthorityClusterAPI {
-		if p, ok := s.(infraPrimer); ok {
-			if err := p.primeInfra(ctx, e.client); err != nil {
-				e.stepFailed(ctx, s, "marking the InfraMachine provisioned", err)
-				return ctrl.Result{}, err
-			}
-		}
-		if err := s.pauseCAPI(ctx, e.client, false); err != nil {
-			e.stepFailed(ctx, s, "unpausing the ClusterAPI copies", err)
-			return ctrl.Result{}, err
-		}
 	}
 	completed := condition(corev1.ConditionTrue, CompletedReason, "authority moved from "+string(from)+" to "+string(to))
 	if err := s.setAuthority(ctx, e.client, to, to, s.generation(to), completed); err != nil {
@@ -206,6 +200,22 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	e.event(obj, corev1.EventTypeNormal, "Migrated", "Authority moved from %s to %s", from, to)
 	e.pending.done(obj)
 	return ctrl.Result{}, nil
+}
+
+// activateCAPI primes the InfraMachine, if the subject has one, and unpauses the Cluster API
+// copies.
+func (e *engine) activateCAPI(ctx context.Context, s subject) error {
+	if p, ok := s.(infraPrimer); ok {
+		if err := p.primeInfra(ctx, e.client); err != nil {
+			e.stepFailed(ctx, s, "marking the InfraMachine provisioned", err)
+			return err
+		}
+	}
+	if err := s.pauseCAPI(ctx, e.client, false); err != nil {
+		e.stepFailed(ctx, s, "unpausing the ClusterAPI copies", err)
+		return err
+	}
+	return nil
 }
 
 // rollback returns authority to where it was before the migration started. Going back to

@@ -135,13 +135,21 @@ func (s *machineSubject) setAuthority(ctx context.Context, c client.Client, curr
 		current, previous, generation, cond)
 }
 
+// pauseCAPI pauses the Cluster API Machine, then its InfraMachine; it unpauses them the other
+// way round, the provider first, each copy taking its controller's finalizer in the same write
+// (the provider's first one, unless it carries one of them): an unpaused copy never lacks it,
+// and the handover spends one write per copy on both.
 func (s *machineSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
-	for _, o := range []client.Object{s.capi, s.infra} {
-		if err := setPaused(ctx, c, o, paused); err != nil {
+	if paused {
+		if err := setPaused(ctx, c, s.capi, true, ""); err != nil {
 			return err
 		}
+		return setPaused(ctx, c, s.infra, true, "")
 	}
-	return nil
+	if err := setPaused(ctx, c, s.infra, false, s.infraGuard()); err != nil {
+		return err
+	}
+	return setPaused(ctx, c, s.capi, false, clusterv1.MachineFinalizer)
 }
 
 func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
@@ -156,6 +164,8 @@ func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, str
 // the InfraMachine provider's finalizer: the provider adds it itself only on its first
 // unpaused pass, and a Cluster API Machine deleted before that pass would take a finalizer-less
 // InfraMachine with it at once, leaving the instance running with nothing to terminate it.
+// (The handover unpauses the Cluster API copies first, which brings both finalizers, so
+// there the adds find them on.)
 func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error) {
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
 		if s.capi == nil {
@@ -226,7 +236,9 @@ func capiPaused(conds []metav1Condition, generation int64) (bool, string) {
 	return true, ""
 }
 
-func setPaused(ctx context.Context, c client.Client, o client.Object, paused bool) error {
+// setPaused sets or clears the paused annotation on o; finalizer, when not empty, is added in
+// the same write.
+func setPaused(ctx context.Context, c client.Client, o client.Object, paused bool, finalizer string) error {
 	if o == nil || isNil(o) {
 		return nil
 	}
@@ -234,18 +246,34 @@ func setPaused(ctx context.Context, c client.Client, o client.Object, paused boo
 		// An unpaused controller would act on the deletion: the sync settles it first.
 		return fmt.Errorf("not unpausing %T %s/%s: it is being deleted", o, o.GetNamespace(), o.GetName())
 	}
-	_, err := patch.Locked(ctx, c, o, func() bool { return synccommon.SetPaused(o, paused) })
+	_, err := patch.Locked(ctx, c, o, func() bool {
+		changed := synccommon.SetPaused(o, paused)
+		if finalizer != "" {
+			changed = controllerutil.AddFinalizer(o, finalizer) || changed
+		}
+		return changed
+	})
 	return client.IgnoreNotFound(err)
 }
 
 // guardInfra puts the provider's (first) finalizer on the InfraMachine unless it carries one
 // of them already or is being deleted (the API server refuses new finalizers then).
 func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool, error) {
-	if s.infra == nil || len(s.infraFinalizers) == 0 || !s.infra.GetDeletionTimestamp().IsZero() ||
-		slices.ContainsFunc(s.infraFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(s.infra, f) }) {
+	f := s.infraGuard()
+	if f == "" || !s.infra.GetDeletionTimestamp().IsZero() {
 		return false, nil
 	}
-	return addFinalizer(ctx, c, s.infra, s.infraFinalizers[0])
+	return addFinalizer(ctx, c, s.infra, f)
+}
+
+// infraGuard is the provider finalizer the InfraMachine lacks: empty when it carries one of
+// them (or there is no InfraMachine, or its provider has none).
+func (s *machineSubject) infraGuard() string {
+	if s.infra == nil || len(s.infraFinalizers) == 0 ||
+		slices.ContainsFunc(s.infraFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(s.infra, f) }) {
+		return ""
+	}
+	return s.infraFinalizers[0]
 }
 
 // addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it

@@ -167,7 +167,7 @@ func (s *machineSetSubject) setAuthority(ctx context.Context, c client.Client, c
 
 func (s *machineSetSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
 	for _, o := range []client.Object{s.capi, s.tmpl} {
-		if err := setPaused(ctx, c, o, paused); err != nil {
+		if err := setPaused(ctx, c, o, paused, ""); err != nil {
 			return err
 		}
 	}

@@ -131,7 +131,7 @@ func (s *mhcSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool
 	if s.capi == nil {
 		return nil
 	}
-	return setPaused(ctx, c, s.capi, paused)
+	return setPaused(ctx, c, s.capi, paused, "")
 }
 
 // paused: the Machine API MachineHealthCheck controller reports Paused=True through the

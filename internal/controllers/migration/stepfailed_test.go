@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/migration"
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -19,10 +20,10 @@ import (
 )
 
 // testInfraDeletedMidHandover: an InfraMachine deleted while a handover to the Cluster API is
-// held after its finalizers moved (it stays, terminating, under its provider's finalizer)
-// cannot be unpaused. The Migration condition says so, with the error, instead of still
-// naming the pause an earlier step waited for; setting the spec back returns the Machine to
-// the Machine API, which then deletes it cleanly.
+// held just before its unpause (it stays, terminating, under a provider finalizer an earlier
+// Cluster API tenure left on it) cannot be unpaused. The Migration condition says so, with the
+// error, instead of still naming the pause an earlier step waited for; setting the spec back
+// returns the Machine to the Machine API, which then deletes it cleanly.
 func testInfraDeletedMidHandover(t *testing.T, e *testenv.Env, pc platformCase) {
 	ctx := context.Background()
 	name := pc.name("infra-gone")
@@ -30,17 +31,26 @@ func testInfraDeletedMidHandover(t *testing.T, e *testenv.Env, pc platformCase) 
 		t.Fatal(err)
 	}
 	waitRunningUnder(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, "")
-	lift := crashSteps(name, machinev1beta1.MachineAuthorityClusterAPI)[2].hold.apply(e)
+	_, _, in, err := getAll(ctx, e, pc.provider, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lift := infraCrashSteps(e, pc.provider, name, in.obj.GetName(), machinev1beta1.MachineAuthorityClusterAPI)[1].hold.apply(e)
 	request(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	var infra *unstructured.Unstructured
-	e.Eventually(120*time.Second, "step 3 with the InfraMachine guarded", func(ctx context.Context) (bool, string, error) {
+	e.Eventually(120*time.Second, "step 2, the InfraMachine still paused", func(ctx context.Context) (bool, string, error) {
 		m, c, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		infra = in.obj
-		return stepToClusterAPI(m, c) >= 3 && in.providerFinalizer, describeMachine(m, c) + "; " + in.String(), nil
+		return stepToClusterAPI(m, c) >= 2 && in.paused, describeMachine(m, c) + "; " + in.String(), nil
 	})
+	base := infra.DeepCopy()
+	controllerutil.AddFinalizer(infra, pc.provider.InfraMachineFinalizers[0])
+	if err := e.Client.Patch(ctx, infra, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.Client.Delete(ctx, infra); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -119,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.FromContext(ctx).V(1).Info("not reconciling", "reason", d.Message)
 		return r.reconcilePaused(ctx, sm, wasPaused)
 	}
-	if d.Resumed {
+	if d.Resumed && !lookupOnly(sm) {
 		return ctrl.Result{}, nil // the end of the pause is stored before anything acts
 	}
 	if !sm.DeletionTimestamp.IsZero() {
@@ -141,6 +142,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, sm, machine, cluster)
+}
+
+// lookupOnly reports whether a pass over sm can do no more than look up the instance its
+// spec.providerID names and record what it finds: it launches and terminates nothing. Such a
+// pass may end a pause in its own status write (a migration handing the SimMachine over then
+// costs one write, not two); the write is locked, so it loses to a pause set meanwhile.
+func lookupOnly(sm *infrav1.SimMachine) bool {
+	return sm.Spec.ProviderID != "" && sm.DeletionTimestamp.IsZero() &&
+		controllerutil.ContainsFinalizer(sm, infrav1.SimMachineFinalizer)
 }
 
 // ownerMachine returns the Machine owning sm; nil when there is no such owner (or it is gone).
