@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -45,6 +46,33 @@ func (e *env) queueSnapshot() (map[string]queueStat, error) {
 		s.reconcileN += float64(m.GetHistogram().GetSampleCount())
 	})
 	return out, nil
+}
+
+// waitQueuesEmpty waits until no work queue of the manager has an item ready (the sum of
+// workqueue_depth is zero) for quiet in a row, and fails after limit.
+func (e *env) waitQueuesEmpty(quiet, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var emptySince time.Time
+	for time.Now().Before(deadline) {
+		families, err := scrapeMetrics("http://" + e.metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		depth := 0.0
+		for _, m := range families["workqueue_depth"].GetMetric() {
+			depth += m.GetGauge().GetValue()
+		}
+		switch {
+		case depth > 0:
+			emptySince = time.Time{}
+		case emptySince.IsZero():
+			emptySince = time.Now()
+		case time.Since(emptySince) >= quiet:
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the manager's work queues were not empty for %s within %s", quiet, limit)
 }
 
 // queueReport says, per controller, what happened between two snapshots: items added, mean
