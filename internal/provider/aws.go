@@ -3,11 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	configv1 "github.com/openshift/api/config/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,39 +86,17 @@ func awsRegionOf(obj client.Object) string {
 // Infrastructure has no AWS platform status). Without an AWSCluster, control-plane Machines
 // convert with their load balancers unchecked and cannot convert back.
 func awsContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	name, err := convert.ClusterNameFromInfrastructure(infra)
-	if err != nil {
-		return convert.Context{}, err
-	}
-	ac := &capav1.AWSCluster{}
-	acErr := InfraCluster(ctx, c, ns, name, ac, "AWSCluster")
-	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.AWSPlatformType {
-		cc, err := aws.NewContext(infra)
-		if err != nil {
-			return convert.Context{}, err
-		}
-		switch {
-		case acErr == nil:
-			cc.Platform = cc.Platform.(aws.Platform).WithAWSCluster(ac)
-		case !absent(acErr):
-			return convert.Context{}, acErr
-		}
-		return cc, nil
-	}
-	if acErr != nil {
-		return convert.Context{}, acErr
-	}
-	p, err := aws.FromAWSCluster(ac)
-	if err != nil {
-		return convert.Context{}, err
-	}
-	return convert.Context{ClusterName: name, Platform: p.WithInfrastructure(infra)}, nil
-}
-
-// absent reports whether reading the cluster's AWSCluster failed because there is none: no
-// Cluster, a Cluster on another kind of InfraCluster, no such object, or no AWSCluster CRD.
-func absent(err error) bool {
-	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || errors.Is(err, ErrOtherInfraKind)
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.AWSPlatformType, &capav1.AWSCluster{}, "AWSCluster", aws.NewContext,
+		func(p convert.Platform, ac *capav1.AWSCluster) convert.Platform {
+			return p.(aws.Platform).WithAWSCluster(ac)
+		},
+		func(name string, ac *capav1.AWSCluster) (convert.Context, error) {
+			p, err := aws.FromAWSCluster(ac)
+			if err != nil {
+				return convert.Context{}, err
+			}
+			return convert.Context{ClusterName: name, Platform: p.WithInfrastructure(infra)}, nil
+		})
 }
 
 // awsSpecFields are the AWSMachineProviderConfig fields no other platform's providerSpec has.

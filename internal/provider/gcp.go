@@ -93,31 +93,15 @@ func gcpRegionOf(obj client.Object) string {
 // platform status). Without a GCPCluster, Machines convert with their network unchecked and
 // cannot convert back.
 func gcpContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	name, err := convert.ClusterNameFromInfrastructure(infra)
-	if err != nil {
-		return convert.Context{}, err
-	}
-	gc := &capgv1.GCPCluster{}
-	gcErr := InfraCluster(ctx, c, ns, name, gc, "GCPCluster")
-	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.GCPPlatformType {
-		cc, err := gcp.NewContext(infra)
-		if err != nil {
-			return convert.Context{}, err
-		}
-		switch {
-		case gcErr == nil:
-			cc.Platform = cc.Platform.(gcp.Platform).WithGCPCluster(gc)
-		case !absent(gcErr):
-			return convert.Context{}, gcErr
-		}
-		return cc, nil
-	}
-	if gcErr != nil {
-		return convert.Context{}, gcErr
-	}
-	p, err := gcp.FromGCPCluster(gc)
-	if err != nil {
-		return convert.Context{}, err
-	}
-	return convert.Context{ClusterName: name, Platform: p}, nil
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.GCPPlatformType, &capgv1.GCPCluster{}, "GCPCluster", gcp.NewContext,
+		func(p convert.Platform, gc *capgv1.GCPCluster) convert.Platform {
+			return p.(gcp.Platform).WithGCPCluster(gc)
+		},
+		func(name string, gc *capgv1.GCPCluster) (convert.Context, error) {
+			p, err := gcp.FromGCPCluster(gc)
+			if err != nil {
+				return convert.Context{}, err
+			}
+			return convert.Context{ClusterName: name, Platform: p}, nil
+		})
 }

@@ -18,6 +18,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -275,6 +277,46 @@ func ContextWith(ctx context.Context, c client.Reader, p Provider, s Settings) (
 	cc.Namespaces = s.Namespaces
 	cc.AdditionalSyncMachineLabels = s.AdditionalSyncMachineLabels
 	return cc, nil
+}
+
+// statusOrInfraCluster is the context builder of the platforms whose Infrastructure status
+// gives the context and whose InfraCluster (cl, of kind), when the cluster has one, adds to
+// it: with the platform's status, fromStatus builds the context and withCluster adds the
+// InfraCluster unless the cluster has none (any other error reading it is returned); without
+// that status, the InfraCluster alone gives the context (fromCluster).
+func statusOrInfraCluster[T client.Object](ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string,
+	platform configv1.PlatformType, cl T, kind string,
+	fromStatus func(*configv1.Infrastructure) (convert.Context, error),
+	withCluster func(convert.Platform, T) convert.Platform,
+	fromCluster func(clusterName string, cl T) (convert.Context, error)) (convert.Context, error) {
+	name, err := convert.ClusterNameFromInfrastructure(infra)
+	if err != nil {
+		return convert.Context{}, err
+	}
+	clErr := InfraCluster(ctx, c, ns, name, cl, kind)
+	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == platform {
+		cc, err := fromStatus(infra)
+		if err != nil {
+			return convert.Context{}, err
+		}
+		switch {
+		case clErr == nil:
+			cc.Platform = withCluster(cc.Platform, cl)
+		case !absent(clErr):
+			return convert.Context{}, clErr
+		}
+		return cc, nil
+	}
+	if clErr != nil {
+		return convert.Context{}, clErr
+	}
+	return fromCluster(name, cl)
+}
+
+// absent reports whether reading the cluster's InfraCluster failed because there is none: no
+// Cluster, a Cluster on another kind of InfraCluster, no such object, or no such CRD.
+func absent(err error) bool {
+	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || errors.Is(err, ErrOtherInfraKind)
 }
 
 // ErrOtherInfraKind is wrapped by InfraCluster's error when the Cluster references an

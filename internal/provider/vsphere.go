@@ -64,27 +64,11 @@ func vsphereApplyClusterObject(p convert.Platform, obj client.Object) convert.Pl
 // cluster has one, its VSphereCluster (the server CAPV uses for a VSphereMachine naming none).
 // Without vSphere platform status the VSphereCluster alone gives the context.
 func vsphereContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	name, err := convert.ClusterNameFromInfrastructure(infra)
-	if err != nil {
-		return convert.Context{}, err
-	}
-	vc := &capvv1.VSphereCluster{}
-	vcErr := InfraCluster(ctx, c, ns, name, vc, "VSphereCluster")
-	if ps := infra.Status.PlatformStatus; ps != nil && ps.Type == configv1.VSpherePlatformType {
-		cc, err := vsphere.NewContext(infra)
-		if err != nil {
-			return convert.Context{}, err
-		}
-		switch {
-		case vcErr == nil:
-			cc.Platform = cc.Platform.(vsphere.Platform).WithVSphereCluster(vc)
-		case !absent(vcErr):
-			return convert.Context{}, vcErr
-		}
-		return cc, nil
-	}
-	if vcErr != nil {
-		return convert.Context{}, vcErr
-	}
-	return convert.Context{ClusterName: name, Platform: vsphere.New().WithVSphereCluster(vc)}, nil
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.VSpherePlatformType, &capvv1.VSphereCluster{}, "VSphereCluster", vsphere.NewContext,
+		func(p convert.Platform, vc *capvv1.VSphereCluster) convert.Platform {
+			return p.(vsphere.Platform).WithVSphereCluster(vc)
+		},
+		func(name string, vc *capvv1.VSphereCluster) (convert.Context, error) {
+			return convert.Context{ClusterName: name, Platform: vsphere.New().WithVSphereCluster(vc)}, nil
+		})
 }

@@ -23,8 +23,9 @@ const DeletedWhileMigratingReason = "DeletedWhileMigrating"
 // exactly one side's controller acts on the deletion: the side whose controller finalizer is
 // still on its copy (the old side when both are; the new side when neither is any more; the
 // API server refuses new finalizers on an object being deleted, so the handover cannot go
-// on) — except that a Cluster API side the handover has already unpaused is the one acting. The other side lets go of the instance and is paused, then the authority names the
-// chosen side; the sync then carries the deletion over by the usual rules.
+// on), except that a Cluster API side the handover has already unpaused is the one acting.
+// The other side lets go of the instance and is paused, then the authority names the chosen
+// side; the sync then carries the deletion over by the usual rules.
 func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubject) (ctrl.Result, error) {
 	to := deletionSide(s)
 	if to == machinev1beta1.MachineAuthorityMachineAPI {
