@@ -112,6 +112,10 @@ func startEnvWith(o envOptions) (*env, error) {
 	if e.lab, err = lab.Start(ctx, lo); err != nil {
 		return nil, err
 	}
+	if profiling {
+		e.keep = true
+		go e.apiserverProfileLoop()
+	}
 	if e.client, err = client.New(e.lab.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
 		return nil, err
 	}
@@ -179,6 +183,9 @@ func (e *env) startManager(o envOptions) error {
 	}
 	e.mgr = exec.Command(os.Args[0], args...)
 	e.mgr.Stdout, e.mgr.Stderr = logf, logf
+	if len(managerEnv) > 0 {
+		e.mgr.Env = append(os.Environ(), managerEnv...)
+	}
 	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
 	e.mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := e.mgr.Start(); err != nil {
@@ -210,24 +217,29 @@ func (e *env) stopManager() {
 	}
 }
 
-// profileLoop saves the manager's and the kube-apiserver's CPU profiles in consecutive
-// 2-second pieces (cpu-NNN.pb.gz and apiserver-cpu-NNN.pb.gz in the run's directory, merged
-// by `go tool pprof -top dir/cpu-*.pb.gz`) and the manager's heap profile after each, until
-// the manager stops. MACHINA_BENCH_PROFILE=1 turns it on.
-func (e *env) profileLoop(gen int) {
-	fmt.Fprintln(os.Stderr, "bench: saving manager and kube-apiserver profiles in", e.dir)
-	mgr := &http.Client{}
+// apiserverProfileLoop saves the kube-apiserver's CPU profile in consecutive 2-second
+// pieces (apiserver-cpu-NNN.pb.gz in the run's directory, merged by `go tool pprof -top
+// dir/apiserver-cpu-*.pb.gz`) until the lab stops. MACHINA_BENCH_PROFILE=1 turns it on, in
+// every scenario, the floors included.
+func (e *env) apiserverProfileLoop() {
+	fmt.Fprintln(os.Stderr, "bench: saving kube-apiserver profiles in", e.dir)
 	api, err := rest.HTTPClientFor(e.lab.Config)
 	if err != nil {
 		return
 	}
-	go func() {
-		for i := 0; ; i++ {
-			if saveProfile(api, e.lab.Config.Host, "profile?seconds=2", filepath.Join(e.dir, fmt.Sprintf("apiserver-cpu-%d-%03d.pb.gz", gen, i))) != nil {
-				return
-			}
+	for i := 0; ; i++ {
+		if saveProfile(api, e.lab.Config.Host, "profile?seconds=2", filepath.Join(e.dir, fmt.Sprintf("apiserver-cpu-%03d.pb.gz", i))) != nil {
+			return
 		}
-	}()
+	}
+}
+
+// profileLoop saves the manager's CPU profiles in consecutive 2-second pieces
+// (cpu-G-NNN.pb.gz, G counting the managers started) and its heap profile after each, until
+// the manager stops. MACHINA_BENCH_PROFILE=1 turns it on.
+func (e *env) profileLoop(gen int) {
+	fmt.Fprintln(os.Stderr, "bench: saving manager profiles in", e.dir)
+	mgr := &http.Client{}
 	base := "http://" + e.metricsAddr
 	for i := 0; ; i++ {
 		if saveProfile(mgr, base, "profile?seconds=2", filepath.Join(e.dir, fmt.Sprintf("cpu-%d-%03d.pb.gz", gen, i))) != nil {
@@ -288,7 +300,8 @@ func (e *env) stop() {
 	_ = os.RemoveAll(e.dir)
 }
 
-// managerPeakRSS reads the manager process's peak resident set (VmHWM).
+// managerPeakRSS reads the manager process's peak resident set (VmHWM) and prints how its
+// resident set is made up now: anonymous memory (heap, stacks) and the pages of the binary.
 func (e *env) managerPeakRSS() float64 {
 	if e.mgr == nil {
 		return 0
@@ -297,13 +310,16 @@ func (e *env) managerPeakRSS() float64 {
 	if err != nil {
 		return 0
 	}
+	mib := map[string]float64{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			return kb / 1024
+		if k, v, ok := strings.Cut(l, ":"); ok && (k == "VmHWM" || strings.HasPrefix(k, "Rss")) {
+			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			mib[k] = kb / 1024
 		}
 	}
-	return 0
+	fmt.Fprintf(os.Stderr, "bench: manager resident set: peak %.0f MiB; now %.0f MiB anonymous + %.0f MiB of the binary's pages\n",
+		mib["VmHWM"], mib["RssAnon"], mib["RssFile"])
+	return mib["VmHWM"]
 }
 
 type countingRT struct {

@@ -68,6 +68,8 @@ func main() {
 		lab.ClusterctlVersion+" core manager, built once from the pinned module into the lab's cache)")
 	fs.StringVar(&infraProvider, "provider", "sim", "capi-scale: the infrastructure provider, machina's simulated one or \"trivial\" "+
 		"(a Node and a providerID per SimMachine at once, no cloud, no kubelet: what the core alone costs)")
+	fs.Var(&managerEnv, "manager-env", "KEY=VALUE in the manager process's environment only, e.g. GOMEMLIMIT=64MiB (repeatable; "+
+		"the benchmark's own environment reaches every process: etcd, kube-apiserver, the cloud)")
 	_ = fs.Parse(args)
 	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {
 		fmt.Fprintf(os.Stderr, "bench %s: -core is machina or upstream, -provider sim or trivial\n", scenario)
@@ -107,6 +109,20 @@ var heartbeat = lab.KubeletHeartbeatInterval
 
 // productionHeartbeat is a production kubelet's Lease renewal interval, the scenarios' default.
 const productionHeartbeat = 10 * time.Second
+
+// managerEnv is the -manager-env flag: variables set in the manager's process only.
+var managerEnv envList
+
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+func (l *envList) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return fmt.Errorf("%q: want KEY=VALUE", s)
+	}
+	*l = append(*l, s)
+	return nil
+}
 
 // platform is the -platform flag, read by the scenarios of platformScenarios.
 var platform = "sim"
