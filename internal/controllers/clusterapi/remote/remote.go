@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/cachetrim"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -166,7 +167,7 @@ func (c *Clients) nodeCache(ctx context.Context, key client.ObjectKey) (cache.Ca
 		return e.nodes, nil
 	}
 	nc, err := cache.New(e.cfg, cache.Options{Scheme: scheme.Scheme,
-		ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {}}, ReaderFailOnMissingInformer: true})
+		ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: cachetrim.Node}}, ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return nil, err
 	}
