@@ -60,11 +60,6 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.expect = newExpectations()
 	r.throttle.Interval = coalesce.Delay
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, nodeNameIndex, func(o client.Object) []string {
-		return []string{o.GetName()}
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineapi-machineset").
 		For(&machinev1beta1.MachineSet{}).
