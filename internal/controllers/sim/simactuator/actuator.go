@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -46,6 +47,9 @@ const (
 type Actuator struct {
 	Cloud  *cloudclient.Client
 	Client client.Client // reads user-data Secrets
+	// seen holds the instance Exists found for a Machine (by UID) for the Update that follows
+	// in the same pass, so that a pass looks its instance up once.
+	seen sync.Map
 }
 
 var _ machine.Actuator = &Actuator{}
@@ -65,6 +69,7 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 		setInstanceState(m, inst)
 		return false, nil
 	}
+	a.seen.Store(m.UID, inst)
 	return true, nil
 }
 
@@ -98,7 +103,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 
 // Update refreshes the Machine's provider ID, addresses, provider status and labels.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	inst, err := a.find(ctx, m)
+	var inst *api.Instance
+	var err error
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok {
+		inst = v.(*api.Instance)
+	} else {
+		inst, err = a.find(ctx, m)
+	}
 	if err != nil {
 		return err
 	}
