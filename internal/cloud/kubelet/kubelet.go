@@ -272,18 +272,41 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	t := time.NewTicker(k.opts.SyncInterval)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		k.sweep()
-		select {
-		case <-ctx.Done():
+		if !k.nextSweep(ctx, t.C, start) {
 			k.queue.ShutDown()
 			wg.Wait()
 			factory.Shutdown()
 			leaseFactory.Shutdown()
 			podFactory.Shutdown()
 			return nil
-		case <-t.C:
-		case <-k.trigger:
 		}
+	}
+}
+
+// triggeredSweepGap is the least time between the start of a sweep and one the cloud asks
+// for: each sweep looks at every instance, and a scale-up launches dozens a second, so
+// sweeping on each launch made the kubelets' CPU grow with the square of the fleet.
+const triggeredSweepGap = 100 * time.Millisecond
+
+// nextSweep waits for the ticker or a trigger, a trigger no sooner than triggeredSweepGap
+// after last; it reports false when ctx ends.
+func (k *Kubelet) nextSweep(ctx context.Context, tick <-chan time.Time, last time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+		return true
+	case <-k.trigger:
+	}
+	wait := time.NewTimer(triggeredSweepGap - time.Since(last))
+	defer wait.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wait.C:
+		return true
 	}
 }
 
