@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
@@ -130,10 +129,7 @@ func floorRun(n int, mix floorMix) (result, error) {
 
 // watch starts informers of kinds on the benchmark's cache and waits until they synced.
 func (f *floorEnv) watch(ctx context.Context, kinds []client.Object) error {
-	c, ok := f.watched.(cache.Cache)
-	if !ok {
-		return fmt.Errorf("the benchmark's reader is not a cache")
-	}
+	c := f.informers
 	for _, k := range kinds {
 		if _, err := c.GetInformer(ctx, k); err != nil {
 			return err

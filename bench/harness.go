@@ -74,6 +74,7 @@ type env struct {
 	managers     int // managers started so far
 	// watched reads from informers (see startCache); the wait loops poll it.
 	watched     client.Reader
+	informers   cache.Cache
 	stopCache   context.CancelFunc
 	metricsAddr string
 	// keep leaves dir (manager log, lab data) in place on stop, e.g. after a failed soak.
@@ -290,7 +291,7 @@ func (e *env) startCache() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopCache = cancel
 	go func() { _ = c.Start(ctx) }()
-	e.watched = uncopied{c}
+	e.informers, e.watched = c, uncopied{c}
 	return nil
 }
 
