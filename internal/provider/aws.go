@@ -86,10 +86,7 @@ func awsRegionOf(obj client.Object) string {
 // Infrastructure has no AWS platform status). Without an AWSCluster, control-plane Machines
 // convert with their load balancers unchecked and cannot convert back.
 func awsContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	return statusOrInfraCluster(ctx, c, infra, ns, configv1.AWSPlatformType, &capav1.AWSCluster{}, "AWSCluster", aws.NewContext,
-		func(p convert.Platform, ac *capav1.AWSCluster) convert.Platform {
-			return p.(aws.Platform).WithAWSCluster(ac)
-		},
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.AWSPlatformType, &capav1.AWSCluster{}, "AWSCluster", aws.NewContext, awsApplyClusterObject,
 		func(name string, ac *capav1.AWSCluster) (convert.Context, error) {
 			p, err := aws.FromAWSCluster(ac)
 			if err != nil {

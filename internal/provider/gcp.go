@@ -93,10 +93,7 @@ func gcpRegionOf(obj client.Object) string {
 // platform status). Without a GCPCluster, Machines convert with their network unchecked and
 // cannot convert back.
 func gcpContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	return statusOrInfraCluster(ctx, c, infra, ns, configv1.GCPPlatformType, &capgv1.GCPCluster{}, "GCPCluster", gcp.NewContext,
-		func(p convert.Platform, gc *capgv1.GCPCluster) convert.Platform {
-			return p.(gcp.Platform).WithGCPCluster(gc)
-		},
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.GCPPlatformType, &capgv1.GCPCluster{}, "GCPCluster", gcp.NewContext, gcpApplyClusterObject,
 		func(name string, gc *capgv1.GCPCluster) (convert.Context, error) {
 			p, err := gcp.FromGCPCluster(gc)
 			if err != nil {

@@ -281,13 +281,14 @@ func ContextWith(ctx context.Context, c client.Reader, p Provider, s Settings) (
 
 // statusOrInfraCluster is the context builder of the platforms whose Infrastructure status
 // gives the context and whose InfraCluster (cl, of kind), when the cluster has one, adds to
-// it: with the platform's status, fromStatus builds the context and withCluster adds the
-// InfraCluster unless the cluster has none (any other error reading it is returned); without
-// that status, the InfraCluster alone gives the context (fromCluster).
+// it: with the platform's status, fromStatus builds the context and apply (the platform's
+// ApplyClusterObject) adds the InfraCluster unless the cluster has none (any other error
+// reading it is returned); without that status, the InfraCluster alone gives the context
+// (fromCluster).
 func statusOrInfraCluster[T client.Object](ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string,
 	platform configv1.PlatformType, cl T, kind string,
 	fromStatus func(*configv1.Infrastructure) (convert.Context, error),
-	withCluster func(convert.Platform, T) convert.Platform,
+	apply func(convert.Platform, client.Object) convert.Platform,
 	fromCluster func(clusterName string, cl T) (convert.Context, error)) (convert.Context, error) {
 	name, err := convert.ClusterNameFromInfrastructure(infra)
 	if err != nil {
@@ -301,7 +302,7 @@ func statusOrInfraCluster[T client.Object](ctx context.Context, c client.Reader,
 		}
 		switch {
 		case clErr == nil:
-			cc.Platform = withCluster(cc.Platform, cl)
+			cc.Platform = apply(cc.Platform, cl)
 		case !absent(clErr):
 			return convert.Context{}, clErr
 		}

@@ -64,10 +64,7 @@ func vsphereApplyClusterObject(p convert.Platform, obj client.Object) convert.Pl
 // cluster has one, its VSphereCluster (the server CAPV uses for a VSphereMachine naming none).
 // Without vSphere platform status the VSphereCluster alone gives the context.
 func vsphereContext(ctx context.Context, c client.Reader, infra *configv1.Infrastructure, ns string) (convert.Context, error) {
-	return statusOrInfraCluster(ctx, c, infra, ns, configv1.VSpherePlatformType, &capvv1.VSphereCluster{}, "VSphereCluster", vsphere.NewContext,
-		func(p convert.Platform, vc *capvv1.VSphereCluster) convert.Platform {
-			return p.(vsphere.Platform).WithVSphereCluster(vc)
-		},
+	return statusOrInfraCluster(ctx, c, infra, ns, configv1.VSpherePlatformType, &capvv1.VSphereCluster{}, "VSphereCluster", vsphere.NewContext, vsphereApplyClusterObject,
 		func(name string, vc *capvv1.VSphereCluster) (convert.Context, error) {
 			return convert.Context{ClusterName: name, Platform: vsphere.New().WithVSphereCluster(vc)}, nil
 		})

@@ -103,13 +103,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 
 // Update refreshes the Machine's provider ID, addresses, provider status and labels.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	var inst *api.Instance
-	var err error
-	if v, ok := a.seen.LoadAndDelete(m.UID); ok {
-		inst = v.(*api.Instance)
-	} else {
-		inst, err = a.find(ctx, m)
-	}
+	inst, err := a.instance(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -134,6 +128,14 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	setInstanceState(m, inst)
 	return nil
+}
+
+// instance is the instance Exists just found for the Machine, else what find finds.
+func (a *Actuator) instance(ctx context.Context, m *machinev1beta1.Machine) (*api.Instance, error) {
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok {
+		return v.(*api.Instance), nil
+	}
+	return a.find(ctx, m)
 }
 
 // find returns the Machine's instance, or nil when there is none.
