@@ -91,6 +91,10 @@ func capiScale(n int) (result, error) {
 	}
 	k0 := e.kubeletWrite.Load()
 	logStart := logSize(e)
+	q0, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 
 	ph := e.startPhase()
 	start := time.Now()
@@ -128,8 +132,12 @@ func capiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	q1, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n), Lines: cpu}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1), Lines: cpu}, nil
 }
 
 func logSize(e *env) int64 {

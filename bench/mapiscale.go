@@ -101,6 +101,10 @@ func mapiScale(n int) (result, error) {
 		return result{}, err
 	}
 	k0, c0, logStart := e.kubeletWrite.Load(), p.calls(e), logSize(e)
+	q0, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 
 	ph := e.startPhase()
 	start := time.Now()
@@ -117,9 +121,14 @@ func mapiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	q1, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n),
-		Lines: cpu}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(),
+		Extra:             callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1),
+		Lines:             cpu}, nil
 }
 
 // waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;

@@ -9,16 +9,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
+	"github.com/machina-dev/machina/internal/scheme"
 )
 
-// A Machine's progress brings its MachineSet back coalesced; what the set acts on (creation,
-// deletion, relabelling) brings it back at once.
+// A Machine's progress (status, the actuator's labels and annotations) brings its MachineSet
+// back coalesced; what the set acts on (deletion, a relabelling out of its selector, another
+// controller) brings it back at once.
 func TestMachineHandlerCoalescesProgress(t *testing.T) {
-	r := &Reconciler{expect: newExpectations()}
+	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u"},
+		Spec: machinev1beta1.MachineSetSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"set": "a"}}}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(set).Build()
+	r := &Reconciler{Client: c, expect: newExpectations()}
 	h := r.machineHandler()
 	ctx := context.Background()
 	machine := func(mutate func(*machinev1beta1.Machine)) *machinev1beta1.Machine {
@@ -35,7 +41,12 @@ func TestMachineHandlerCoalescesProgress(t *testing.T) {
 		now, late int
 	}{
 		{"running", machine(nil), machine(func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To("Running") }), 0, 1},
-		{"relabelled", machine(nil), machine(func(m *machinev1beta1.Machine) { m.Labels["x"] = "" }), 1, 0},
+		{"labelled by the actuator", machine(nil), machine(func(m *machinev1beta1.Machine) {
+			m.Labels["machine.openshift.io/instance-type"] = "s1.small"
+			m.Annotations = map[string]string{"machine.openshift.io/instance-state": "running"}
+		}), 0, 1},
+		{"relabelled out of the selector", machine(nil), machine(func(m *machinev1beta1.Machine) { m.Labels["set"] = "b" }), 1, 0},
+		{"released", machine(nil), machine(func(m *machinev1beta1.Machine) { m.OwnerReferences = nil }), 1, 0},
 		{"deleting", machine(nil), machine(func(m *machinev1beta1.Machine) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
