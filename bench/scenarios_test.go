@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// TestScenariosSmall runs the scale scenarios and their floors at three Machines each, so
+// a change to the harness that breaks one (a floor once type-asserted a reader it no longer
+// got) fails here rather than in the next session's measurements. Nothing is timed: the
+// checks are that each scenario finishes, that a floor sends exactly the writes per Machine
+// its documentation lists (docs/performance.md), and that a scenario with a manager reports
+// its writes and the queues of the controllers it drives.
+func TestScenariosSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("each scenario starts a lab; -short skips them")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	const n = 3
+	for _, tc := range []struct {
+		scenario string
+		// floorWrites is the exact writes per Machine of a floor (no manager); 0 for a
+		// scenario with a manager, whose writes are only checked to be there.
+		floorWrites int64
+		// queue is a controller whose queue report the scenario must print.
+		queue string
+	}{
+		{scenario: "mapi-floor", floorWrites: 6},
+		{scenario: "capi-floor", floorWrites: 9},
+		{scenario: "mapi-scale", queue: "machineapi-machineset adds="},
+		{scenario: "capi-scale", queue: "clusterapi-machineset adds="},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			r, err := scenarios[tc.scenario](n)
+			if err != nil {
+				t.Fatalf("%s -n %d: %v", tc.scenario, n, err)
+			}
+			if r.N != n || r.Seconds <= 0 {
+				t.Errorf("row N=%d seconds=%.1f, want N=%d and a positive time", r.N, r.Seconds, n)
+			}
+			switch {
+			case tc.floorWrites > 0 && r.ManagerWrites != tc.floorWrites*n:
+				t.Errorf("the floor sent %d writes for %d Machines, want %d per Machine", r.ManagerWrites, n, tc.floorWrites)
+			case tc.floorWrites == 0 && r.ManagerWrites < n:
+				t.Errorf("the manager's writes read %d for %d Machines", r.ManagerWrites, n)
+			}
+			if tc.queue != "" && !strings.Contains(r.Extra, tc.queue) {
+				t.Errorf("the report names no %q queue:\n%s", strings.TrimSuffix(tc.queue, " adds="), r.Extra)
+			}
+		})
+	}
+}
