@@ -160,18 +160,22 @@ func (l *Lab) StartCAPA(ctx context.Context, opts CAPAOptions) (c *CAPA, err err
 }
 
 // Stop ends CAPA and removes its webhook registrations, so kube-apiserver does not call a
-// webhook nobody serves. It is safe to call more than once.
+// webhook nobody serves: the registrations go first, while CAPA still answers, and Stop
+// returns once kube-apiserver has stopped calling them (it learns of the deletion through a
+// watch, which a loaded machine delays; a create right after Stop once failed calling the
+// stopped CAPA's webhook). It is safe to call more than once.
 func (c *CAPA) Stop() {
 	if c == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.lab.removeCAPAWebhooks(ctx)
 	if c.proc != nil {
 		c.proc.stop(15 * time.Second)
 		c.lab.procs = slices.DeleteFunc(c.lab.procs, func(p *process) bool { return p == c.proc })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = c.lab.removeCAPAWebhooks(ctx)
+	c.lab.waitCAPAWebhooksGone(ctx)
 }
 
 // Failed returns an error if CAPA has exited on its own.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -266,6 +269,33 @@ func (l *Lab) registerCAPAWebhooks(ctx context.Context, b CAPABuild, url string)
 		}
 	}
 	return nil
+}
+
+// waitCAPAWebhooksGone waits, until ctx ends, for kube-apiserver to admit an AWSCluster (a
+// dry run) without calling a webhook: both of CAPA's registrations hold AWSCluster
+// webhooks, so once that create passes, kube-apiserver has seen both deleted.
+func (l *Lab) waitCAPAWebhooksGone(ctx context.Context) {
+	c, err := client.New(l.Config, client.Options{})
+	if err != nil {
+		return
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(capaGroup + "/v1beta2")
+	probe.SetKind("AWSCluster")
+	probe.SetNamespace(metav1.NamespaceDefault)
+	probe.SetName("lab-webhook-probe")
+	_ = unstructured.SetNestedField(probe.Object, "us-east-1", "spec", "region")
+	for {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // removeCAPAWebhooks deletes the webhook registrations registerCAPAWebhooks made.
