@@ -36,6 +36,9 @@ type Group struct {
 	// Machine API resources in the Machine API namespace (the sync). When it runs in the
 	// process, New sets Env.AuthorityDecidedBySync for the others.
 	DecidesAuthority bool
+	// MachineAPIKinds are the providerSpec kinds whose Machine API Machine controller the
+	// group runs. New gathers those of the selected groups into Env.MachineAPIKinds.
+	MachineAPIKinds []string
 }
 
 // Env is what a Group needs beyond the manager itself.
@@ -70,6 +73,11 @@ type Env struct {
 	// status.authoritativeAPI in MachineAPINamespace (the sync runs in this process): the
 	// Machine API controllers then wait for that decision there instead of taking authority.
 	AuthorityDecidedBySync bool
+	// MachineAPIKinds is set by New: the providerSpec kinds whose Machine API Machine
+	// controller runs in this process (the selected groups' Group.MachineAPIKinds). The
+	// Machine API MachineSet creates such Machines with that controller's finalizer, which
+	// its first pass would otherwise write.
+	MachineAPIKinds []string
 	// Providers are the infrastructure platforms the platform-neutral controllers (sync,
 	// migration) know; provider.Builtin() when nil.
 	Providers *provider.Registry
@@ -262,6 +270,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	for _, g := range o.Groups {
 		o.Env.AuthorityDecidedBySync = o.Env.AuthorityDecidedBySync || g.DecidesAuthority
+		o.Env.MachineAPIKinds = append(o.Env.MachineAPIKinds, g.MachineAPIKinds...)
 	}
 	for _, g := range o.Groups {
 		if err := g.Setup(mgr, o.Env); err != nil {

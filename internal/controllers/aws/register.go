@@ -34,6 +34,8 @@ func Group() manager.Group {
 		Name:        GroupName,
 		Description: "Amazon EC2 provider (aws-sdk-go-v2, --aws-endpoint): Machine API Machines with an AWSMachineProviderConfig, scale-from-zero on AWS MachineSets",
 		Setup:       Setup,
+		// The Machine controller with the EC2 actuator.
+		MachineAPIKinds: provider.AWS().ProviderSpecKinds,
 	}
 }
 

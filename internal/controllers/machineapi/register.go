@@ -30,6 +30,8 @@ func Group() manager.Group {
 		Name:        GroupName,
 		Description: "Machine API (machine.openshift.io): Machine with the simulated actuator, MachineSet, MachineHealthCheck, NodeLink",
 		Setup:       Setup,
+		// The Machine controller above, with the simulated actuator.
+		MachineAPIKinds: provider.Sim().ProviderSpecKinds,
 	}
 }
 
@@ -60,7 +62,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		return err
 	}
 	if err := (&machineset.Reconciler{Client: mgr.GetClient(), SyncNamespace: syncNS,
-		FinalizedKinds: provider.Sim().ProviderSpecKinds,
+		FinalizedKinds: env.MachineAPIKinds,
 		Recorder:       events.For(mgr, "machineapi-machineset")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

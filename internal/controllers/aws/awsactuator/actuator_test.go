@@ -77,6 +77,7 @@ func TestAWSActuator(t *testing.T) {
 		t.Run("bad-credentials", func(t *testing.T) { t.Parallel(); testBadCredentials(t, f) })
 		t.Run("terminated-behind-our-back", func(t *testing.T) { t.Parallel(); testTerminatedOutside(t, f) })
 		t.Run("load-balancers", func(t *testing.T) { t.Parallel(); testLoadBalancers(t, f) })
+		t.Run("machineset-born-with-finalizer", func(t *testing.T) { t.Parallel(); testMachineSetBornWithFinalizer(t, f) })
 	})
 	t.Run("crash-mid-create", func(t *testing.T) { testCrashMidCreate(t, f) })
 }
