@@ -128,13 +128,9 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	r, err := a.resolve(ctx, m, t.c, t.ps)
+	out, err := a.launch(ctx, m, t, userData)
 	if err != nil {
 		return a.creationFailed(m, err)
-	}
-	out, err := t.c.ec2.RunInstances(ctx, launchInput(m, t.ps, t.cluster, r, userData))
-	if err != nil {
-		return a.creationFailed(m, a.classify(m.UID, "launching the instance", specPath, err))
 	}
 	if len(out.Instances) != 1 {
 		return machine.RequeueAfter(UnavailableRetry, "UnexpectedResponse", fmt.Errorf("RunInstances answered %d instances, want 1", len(out.Instances)))
@@ -143,6 +139,29 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	setCreation(m, true, "MachineCreationSucceeded", "launched instance "+aws.ToString(out.Instances[0].InstanceId))
 	apply(m, t, &out.Instances[0])
 	return nil
+}
+
+// launch resolves the providerSpec's references and runs the instance. A refusal that would
+// fail the Machine, of a launch some of whose references the lookups memo answered, is
+// tried once more with every reference looked up afresh: an ID remembered from a lookup up to lookupTTL ago may be what
+// EC2 refuses (a security group replaced since), and that is not the providerSpec's fault.
+func (a *Actuator) launch(ctx context.Context, m *machinev1beta1.Machine, t *target, userData []byte) (*ec2.RunInstancesOutput, error) {
+	for fresh := false; ; fresh = true {
+		r, err := a.resolve(ctx, m, t.c, t.ps)
+		if err != nil {
+			return nil, err
+		}
+		out, err := t.c.ec2.RunInstances(ctx, launchInput(m, t.ps, t.cluster, r, userData))
+		if err == nil {
+			return out, nil
+		}
+		err = a.classify(m.UID, "launching the instance", specPath, err)
+		var terminal *machine.TerminalError
+		if !errors.As(err, &terminal) || fresh || !r.remembered {
+			return nil, err
+		}
+		t.c.lookups.forget()
+	}
 }
 
 // Update refreshes the Machine's provider ID, addresses, labels and provider status, and

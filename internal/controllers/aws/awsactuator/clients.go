@@ -34,12 +34,14 @@ type clients struct {
 	ec2    *ec2.Client
 	elb    *elb.Client
 	elbv2  *elbv2.Client
+	// lookups remember the answers of resolve's Describe calls.
+	lookups *lookups
 }
 
 // newClientCache builds the actuator's clients per region and credential.
 func newClientCache(cfg Config) *awsclient.Cache[*clients] {
 	return awsclient.NewCache(cfg, func(c aws.Config) *clients {
-		return &clients{region: c.Region,
+		return &clients{region: c.Region, lookups: newLookups(),
 			ec2:   ec2.NewFromConfig(c, func(o *ec2.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.EC2Endpoint) }),
 			elb:   elb.NewFromConfig(c, func(o *elb.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.ELBEndpoint) }),
 			elbv2: elbv2.NewFromConfig(c, func(o *elbv2.Options) { o.BaseEndpoint = awsclient.Endpoint(cfg.ELBv2Endpoint) }),

@@ -19,20 +19,23 @@ type resolved struct {
 	rootDevice string // the AMI's root device name; "" when not looked up
 	subnet     string // "" lets EC2 pick a subnet of placement.availabilityZone
 	groups     []string
+	// remembered: some reference was answered from the lookups memo, not from EC2.
+	remembered bool
 }
 
 // resolve looks up what the providerSpec names by filters (and, where the launch needs
-// more than the ID, by ID). Nothing found is an InvalidConfiguration naming the field.
+// more than the ID, by ID), through the clients' lookups memo. Nothing found is an
+// InvalidConfiguration naming the field.
 func (a *Actuator) resolve(ctx context.Context, m *machinev1beta1.Machine, c *clients, ps *machinev1beta1.AWSMachineProviderConfig) (*resolved, error) {
 	r := &resolved{}
 	var err error
 	needRoot := slices.ContainsFunc(ps.BlockDevices, func(b machinev1beta1.BlockDeviceMappingSpec) bool { return b.DeviceName == nil })
-	if r.ami, r.rootDevice, err = a.resolveAMI(ctx, m, c, ps.AMI, needRoot); err != nil {
+	if r.ami, r.rootDevice, err = a.resolveAMI(ctx, m, c, ps.AMI, needRoot, &r.remembered); err != nil {
 		return nil, err
 	}
 	needVPC := slices.ContainsFunc(ps.SecurityGroups, func(g machinev1beta1.AWSResourceReference) bool { return g.ID == nil })
 	var vpc string
-	if r.subnet, vpc, err = a.resolveSubnet(ctx, m, c, ps, needVPC); err != nil {
+	if r.subnet, vpc, err = a.resolveSubnet(ctx, m, c, ps, needVPC, &r.remembered); err != nil {
 		return nil, err
 	}
 	for i, g := range ps.SecurityGroups {
@@ -40,7 +43,7 @@ func (a *Actuator) resolve(ctx context.Context, m *machinev1beta1.Machine, c *cl
 			r.groups = append(r.groups, *g.ID)
 			continue
 		}
-		ids, err := a.findGroups(ctx, m, c, g.Filters, vpc)
+		ids, err := a.findGroups(ctx, m, c, g.Filters, vpc, &r.remembered)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +67,7 @@ func vpcOrRegion(vpc, region string) string {
 
 // resolveAMI returns the AMI's ID (the newest of those the filters match) and, with
 // needRoot, its root device name.
-func (a *Actuator) resolveAMI(ctx context.Context, m *machinev1beta1.Machine, c *clients, ref machinev1beta1.AWSResourceReference, needRoot bool) (string, string, error) {
+func (a *Actuator) resolveAMI(ctx context.Context, m *machinev1beta1.Machine, c *clients, ref machinev1beta1.AWSResourceReference, needRoot bool, hit *bool) (string, string, error) {
 	if ref.ID != nil && !needRoot {
 		return *ref.ID, "", nil
 	}
@@ -74,7 +77,8 @@ func (a *Actuator) resolveAMI(ctx context.Context, m *machinev1beta1.Machine, c 
 	} else {
 		in.Filters = ec2Filters(ref.Filters)
 	}
-	out, err := c.ec2.DescribeImages(ctx, in)
+	out, err := remember(c.lookups, hit, "DescribeImages", in, func() (*ec2.DescribeImagesOutput, error) { return c.ec2.DescribeImages(ctx, in) },
+		func(o *ec2.DescribeImagesOutput) bool { return len(o.Images) > 0 })
 	if err != nil {
 		return "", "", a.classify(m.UID, "looking up the AMI", specPath.Child("ami"), err)
 	}
@@ -91,7 +95,7 @@ func (a *Actuator) resolveAMI(ctx context.Context, m *machinev1beta1.Machine, c 
 }
 
 // resolveSubnet returns the subnet's ID and, when looked up, its VPC.
-func (a *Actuator) resolveSubnet(ctx context.Context, m *machinev1beta1.Machine, c *clients, ps *machinev1beta1.AWSMachineProviderConfig, needVPC bool) (string, string, error) {
+func (a *Actuator) resolveSubnet(ctx context.Context, m *machinev1beta1.Machine, c *clients, ps *machinev1beta1.AWSMachineProviderConfig, needVPC bool, hit *bool) (string, string, error) {
 	ref := ps.Subnet
 	id := aws.ToString(ref.ID)
 	if ref.ARN != nil {
@@ -112,7 +116,8 @@ func (a *Actuator) resolveSubnet(ctx context.Context, m *machinev1beta1.Machine,
 			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("availability-zone"), Values: []string{z}})
 		}
 	}
-	out, err := c.ec2.DescribeSubnets(ctx, in)
+	out, err := remember(c.lookups, hit, "DescribeSubnets", in, func() (*ec2.DescribeSubnetsOutput, error) { return c.ec2.DescribeSubnets(ctx, in) },
+		func(o *ec2.DescribeSubnetsOutput) bool { return len(o.Subnets) > 0 })
 	if err != nil {
 		return "", "", a.classify(m.UID, "looking up the subnet", specPath.Child("subnet"), err)
 	}
@@ -130,12 +135,14 @@ func (a *Actuator) resolveSubnet(ctx context.Context, m *machinev1beta1.Machine,
 }
 
 // findGroups returns the IDs of the security groups the filters match (in vpc when known).
-func (a *Actuator) findGroups(ctx context.Context, m *machinev1beta1.Machine, c *clients, fs []machinev1beta1.Filter, vpc string) ([]string, error) {
+func (a *Actuator) findGroups(ctx context.Context, m *machinev1beta1.Machine, c *clients, fs []machinev1beta1.Filter, vpc string, hit *bool) ([]string, error) {
 	in := &ec2.DescribeSecurityGroupsInput{Filters: ec2Filters(fs)}
 	if vpc != "" {
 		in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("vpc-id"), Values: []string{vpc}})
 	}
-	out, err := c.ec2.DescribeSecurityGroups(ctx, in)
+	out, err := remember(c.lookups, hit, "DescribeSecurityGroups", in,
+		func() (*ec2.DescribeSecurityGroupsOutput, error) { return c.ec2.DescribeSecurityGroups(ctx, in) },
+		func(o *ec2.DescribeSecurityGroupsOutput) bool { return len(o.SecurityGroups) > 0 })
 	if err != nil {
 		return nil, a.classify(m.UID, "looking up security groups", specPath.Child("securityGroups"), err)
 	}
