@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,6 +115,7 @@ func (c *Cache[T]) configFor(region string, creds *aws.Credentials) aws.Config {
 	case c.cfg.Credentials != nil:
 		cfg.Credentials = c.cfg.Credentials
 	}
+	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), countAttempts)
 	attempts := c.cfg.MaxAttempts
 	cfg.Retryer = func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
