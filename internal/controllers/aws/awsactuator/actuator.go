@@ -142,9 +142,10 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 }
 
 // launch resolves the providerSpec's references and runs the instance. A refusal that would
-// fail the Machine, of a launch some of whose references the lookups memo answered, is
-// tried once more with every reference looked up afresh: an ID remembered from a lookup up to lookupTTL ago may be what
-// EC2 refuses (a security group replaced since), and that is not the providerSpec's fault.
+// fail the Machine, of a launch some of whose references the lookups memo answered, is tried
+// once more with every reference looked up afresh: an ID remembered from a lookup up to
+// lookupTTL ago may be what EC2 refuses (a security group replaced since), and that is not
+// the providerSpec's fault.
 func (a *Actuator) launch(ctx context.Context, m *machinev1beta1.Machine, t *target, userData []byte) (*ec2.RunInstancesOutput, error) {
 	for fresh := false; ; fresh = true {
 		r, err := a.resolve(ctx, m, t.c, t.ps)

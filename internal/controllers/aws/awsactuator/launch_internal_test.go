@@ -49,15 +49,13 @@ func TestLaunchLooksUpAfreshWhenRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := 0
-	c.lookups.mu.Lock()
-	for k, v := range c.lookups.m {
-		if strings.HasPrefix(k, "DescribeSecurityGroups ") {
-			v.val = &ec2.DescribeSecurityGroupsOutput{SecurityGroups: []ec2types.SecurityGroup{{GroupId: aws.String("sg-0000000000000000f")}}}
-			c.lookups.m[k] = v
+	for _, k := range c.lookups.cache.Keys() {
+		if key, _ := k.(string); strings.HasPrefix(key, "DescribeSecurityGroups ") {
+			c.lookups.cache.Add(key, &ec2.DescribeSecurityGroupsOutput{
+				SecurityGroups: []ec2types.SecurityGroup{{GroupId: aws.String("sg-0000000000000000f")}}}, lookupTTL)
 			stale++
 		}
 	}
-	c.lookups.mu.Unlock()
 	if stale == 0 {
 		t.Fatal("the providerSpec's security groups were not looked up through the memo")
 	}

@@ -4,14 +4,20 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/cache"
 )
+
+// clockAt is a cache.Clock reading the time from a variable.
+type clockAt struct{ now *time.Time }
+
+func (c clockAt) Now() time.Time { return *c.now }
 
 // The memo answers a repeated lookup within lookupTTL without a call, and calls again after
 // it, after forget, for another input, and whenever the last answer was an error or empty.
 func TestLookups(t *testing.T) {
 	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
-	l := newLookups()
-	l.now = func() time.Time { return now }
+	l := &lookups{cache: cache.NewLRUExpireCacheWithClock(lookupsSize, clockAt{&now})}
 	calls := 0
 	answer, fail := []string{"sg-1"}, error(nil)
 	var hit bool
@@ -42,7 +48,7 @@ func TestLookups(t *testing.T) {
 	step("first", "a", 1)
 	step("again", "a", 1)
 	step("another input", "b", 2)
-	now = now.Add(lookupTTL)
+	now = now.Add(lookupTTL + time.Nanosecond)
 	step("after the TTL", "a", 3)
 	l.forget()
 	step("after forget", "a", 4)
