@@ -28,11 +28,18 @@ const Delay = time.Second
 // as it was: the same controller, labels, annotations and finalizers, and no deletion. Its
 // spec and status may have moved; the controller then only recounts, which can wait Delay.
 func StatusOnly(old, cur client.Object) bool {
-	ro, rn := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
-	return ro != nil && rn != nil && ro.UID == rn.UID &&
-		old.GetDeletionTimestamp().IsZero() && cur.GetDeletionTimestamp().IsZero() &&
+	return SameController(old, cur) &&
 		maps.Equal(old.GetLabels(), cur.GetLabels()) && maps.Equal(old.GetAnnotations(), cur.GetAnnotations()) &&
 		slices.Equal(old.GetFinalizers(), cur.GetFinalizers())
+}
+
+// SameController says whether an update leaves the child controlled by the same controller
+// and deleted by nobody: the part of StatusOnly every parent needs, for a parent that judges
+// the rest of the change itself.
+func SameController(old, cur client.Object) bool {
+	ro, rn := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
+	return ro != nil && rn != nil && ro.UID == rn.UID &&
+		old.GetDeletionTimestamp().IsZero() && cur.GetDeletionTimestamp().IsZero()
 }
 
 // MapAfter is handler.EnqueueRequestsFromMapFunc with every request queued Delay later, for a

@@ -126,9 +126,11 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 // labels and an annotation: treating it as an immediate change kept a set of thousands in a
 // pass over all of them back to back through a scale-up (profiled in mapi-scale -n 3000).
 func (r *Reconciler) countsOnly(ctx context.Context, old, cur client.Object) bool {
-	ro, rn := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
-	if ro == nil || rn == nil || ro.UID != rn.UID || rn.Kind != "MachineSet" ||
-		!old.GetDeletionTimestamp().IsZero() || !cur.GetDeletionTimestamp().IsZero() {
+	if !coalesce.SameController(old, cur) {
+		return false
+	}
+	rn := metav1.GetControllerOf(cur)
+	if rn.Kind != "MachineSet" {
 		return false
 	}
 	if maps.Equal(old.GetLabels(), cur.GetLabels()) {
