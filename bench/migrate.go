@@ -140,6 +140,10 @@ func migrateScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	q0, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 	logStart, ph := logSize(e), e.startPhase()
 	k0 := e.kubeletWrite.Load()
 	start := time.Now()
@@ -152,6 +156,10 @@ func migrateScale(n int) (result, error) {
 		return result{}, err
 	}
 	cpu := ph.report(n)
+	q1, err := e.queueSnapshot()
+	if err != nil {
+		return result{}, err
+	}
 	after, err := e.snapshot(p)
 	if err != nil {
 		return result{}, err
@@ -168,7 +176,7 @@ func migrateScale(n int) (result, error) {
 			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
 	}
 	r.Lines = append(append(r.Lines, cpu...), fmt.Sprintf("during the migration: %d instances launched, %d terminated; %s",
-		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n))+writeBreakdown(e, logStart, n))
+		after.launched-before.launched, after.terminated-before.terminated, callsPerMachine(p.callsLabel, before.calls, after.calls, n))+writeBreakdown(e, logStart, n)+queueReport(q0, q1))
 	return r, nil
 }
 
