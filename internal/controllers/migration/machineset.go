@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -37,10 +38,16 @@ func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, provider
 
 // SetupWithManager watches both copies.
 func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	for _, o := range []client.Object{&machinev1beta1.Machine{}, &clusterv1.Machine{}} {
+		if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), o); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machineset").
-		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI)).
-		Watches(&clusterv1.MachineSet{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
+		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
+		Watches(&clusterv1.MachineSet{}, toOpenMachineAPICopy(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.MachineSet{} }),
+			synccommon.InNamespace(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }
 
@@ -82,22 +89,25 @@ func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSub
 // copy on the other side: a MachineSet may change hands only when every Machine it owns is
 // mirrored, or the new side would count too few and create more.
 func (s *machineSetSubject) countMachines(ctx context.Context, c client.Client, ns synccommon.Namespaces) error {
+	// Read only: the cached Machines are shared, not copied, and only the set's own are read.
 	var mm machinev1beta1.MachineList
-	if err := c.List(ctx, &mm, client.InNamespace(ns.MachineAPI)); err != nil {
+	if err := ownedby.List(ctx, c, &mm, ns.MachineAPI, s.mapi.UID, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var cm clusterv1.MachineList
-	if err := c.List(ctx, &cm, client.InNamespace(ns.ClusterAPI)); err != nil {
-		return err
+	if s.capi != nil {
+		if err := ownedby.List(ctx, c, &cm, ns.ClusterAPI, s.capi.UID, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
 	}
 	mapiNames, capiNames := map[string]bool{}, map[string]bool{}
 	for i := range mm.Items {
-		if ref := metav1.GetControllerOf(&mm.Items[i]); ref != nil && ref.UID == s.mapi.UID && mm.Items[i].DeletionTimestamp.IsZero() {
+		if mm.Items[i].DeletionTimestamp.IsZero() {
 			mapiNames[mm.Items[i].Name] = true
 		}
 	}
 	for i := range cm.Items {
-		if ref := metav1.GetControllerOf(&cm.Items[i]); s.capi != nil && ref != nil && ref.UID == s.capi.UID && cm.Items[i].DeletionTimestamp.IsZero() {
+		if cm.Items[i].DeletionTimestamp.IsZero() {
 			capiNames[cm.Items[i].Name] = true
 		}
 	}

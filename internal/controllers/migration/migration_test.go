@@ -96,6 +96,7 @@ func TestMigration(t *testing.T) {
 		{"RollbackWhileMigratingAfterCrash", testRollback},
 		{"ManyHandoversLaunchNothing", testManyHandoversLaunchNothing},
 		{"MachineSetHandover_InfraMachinePausedAndFinalizerMoved_TemplatesPruned", testHandover},
+		{"MachineSetWaitsForUnmirroredMachine", testSetWaitsForUnmirrored},
 		{"ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration},
 		{"NoReadyFlapAtHandover", testNoReadyFlapAtHandover},
 	} {

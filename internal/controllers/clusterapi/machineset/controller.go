@@ -43,6 +43,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
+	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -85,6 +86,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 5
+	}
+	if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-machineset").

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
+	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -57,34 +58,44 @@ func validate(ms *clusterv1.MachineSet) error {
 // copy was stale: the list then lacks a Machine that is the MachineSet's to count, and no
 // scaling decision may be made from it.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet) (machines []*clusterv1.Machine, complete bool, err error) {
-	// The cached objects are shared, not copied (a large MachineSet is listed on every
-	// Machine event): anything that changes a Machine copies it first.
-	var list clusterv1.MachineList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// The cached objects are shared, not copied (a MachineSet is listed on every event of its
+	// Machines): anything that changes a Machine copies it first. Its own Machines come from
+	// the controller index, the orphans from its selector, so a pass reads neither the rest
+	// of the namespace nor other sets' Machines.
+	var owned, selected clusterv1.MachineList
+	if err := ownedby.List(ctx, r.Client, &owned, ms.Namespace, ms.UID, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, false, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil {
+		return nil, false, fmt.Errorf("spec.selector: %w", err)
+	}
+	if err := r.Client.List(ctx, &selected, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false, err
 	}
 	var out []*clusterv1.Machine
+	for i := range owned.Items {
+		out = append(out, &owned.Items[i])
+	}
 	complete = true
-	for i := range list.Items {
-		m := &list.Items[i]
-		ref := metav1.GetControllerOf(m)
-		switch {
-		case ref != nil && ref.UID == ms.UID:
-			out = append(out, m)
-		case ref == nil && m.DeletionTimestamp.IsZero() && selects(ms, m):
-			m = m.DeepCopy()
-			if err := r.adopt(ctx, ms, m); err != nil {
-				switch {
-				case apierrors.IsNotFound(err):
-					continue // gone meanwhile
-				case apierrors.IsConflict(err):
-					complete = false // a fresh read next time decides again
-					continue
-				}
-				return nil, false, err
-			}
-			out = append(out, m)
+	for i := range selected.Items {
+		m := &selected.Items[i]
+		if metav1.GetControllerOfNoCopy(m) != nil || !m.DeletionTimestamp.IsZero() || !selects(ms, m) {
+			continue
 		}
+		m = m.DeepCopy()
+		if err := r.adopt(ctx, ms, m); err != nil {
+			switch {
+			case apierrors.IsNotFound(err):
+				continue // gone meanwhile
+			case apierrors.IsConflict(err):
+				complete = false // a fresh read next time decides again
+				continue
+			}
+			return nil, false, err
+		}
+		out = append(out, m)
 	}
 	return out, complete, nil
 }

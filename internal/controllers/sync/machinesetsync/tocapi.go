@@ -177,20 +177,30 @@ func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.Machine
 	if err := r.Client.List(ctx, list, client.InNamespace(capi.Namespace)); err != nil {
 		return err
 	}
+	var unused []*metav1.PartialObjectMetadata
+	for i := range list.Items {
+		t := &list.Items[i]
+		ref := metav1.GetControllerOf(t)
+		if ref != nil && ref.UID == capi.UID && t.Name != capi.Spec.Template.Spec.InfrastructureRef.Name && t.DeletionTimestamp.IsZero() {
+			unused = append(unused, t)
+		}
+	}
+	if len(unused) == 0 {
+		return nil // the usual pass: no need to read the namespace's InfraMachines
+	}
+	// Read only: the cached InfraMachines are shared, not copied.
 	machines := synccommon.MetadataList(p.InfraMachine)
-	if err := r.Client.List(ctx, machines, client.InNamespace(capi.Namespace)); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(capi.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	inUse := map[string]bool{capi.Spec.Template.Spec.InfrastructureRef.Name: true}
+	inUse := map[string]bool{}
 	for _, m := range machines.Items {
 		if n := m.Annotations[clusterv1.TemplateClonedFromNameAnnotation]; n != "" {
 			inUse[n] = true
 		}
 	}
-	for i := range list.Items {
-		t := &list.Items[i]
-		ref := metav1.GetControllerOf(t)
-		if ref == nil || ref.UID != capi.UID || inUse[t.Name] || !t.DeletionTimestamp.IsZero() {
+	for _, t := range unused {
+		if inUse[t.Name] {
 			continue
 		}
 		t.SetGroupVersionKind(p.InfraMachineTemplate)
