@@ -59,19 +59,14 @@ func validate(ms *clusterv1.MachineSet) error {
 // scaling decision may be made from it.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet) (machines []*clusterv1.Machine, complete bool, err error) {
 	// The cached objects are shared, not copied (a MachineSet is listed on every event of its
-	// Machines): anything that changes a Machine copies it first. Its own Machines come from
-	// the controller index, the orphans from its selector, so a pass reads neither the rest
-	// of the namespace nor other sets' Machines.
-	var owned, selected clusterv1.MachineList
+	// Machines): anything that changes a Machine copies it first. Its own Machines and the
+	// orphans come from the controller index, so a pass reads neither the rest of the
+	// namespace nor other sets' Machines.
+	var owned, orphans clusterv1.MachineList
 	if err := ownedby.List(ctx, r.Client, &owned, ms.Namespace, ms.UID, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false, err
 	}
-	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
-	if err != nil {
-		return nil, false, fmt.Errorf("spec.selector: %w", err)
-	}
-	if err := r.Client.List(ctx, &selected, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel},
-		client.UnsafeDisableDeepCopy); err != nil {
+	if err := ownedby.ListOrphans(ctx, r.Client, &orphans, ms.Namespace, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false, err
 	}
 	var out []*clusterv1.Machine
@@ -79,9 +74,9 @@ func (r *Reconciler) ownedMachines(ctx context.Context, ms *clusterv1.MachineSet
 		out = append(out, &owned.Items[i])
 	}
 	complete = true
-	for i := range selected.Items {
-		m := &selected.Items[i]
-		if metav1.GetControllerOfNoCopy(m) != nil || !m.DeletionTimestamp.IsZero() || !selects(ms, m) {
+	for i := range orphans.Items {
+		m := &orphans.Items[i]
+		if !m.DeletionTimestamp.IsZero() || !selects(ms, m) {
 			continue
 		}
 		m = m.DeepCopy()

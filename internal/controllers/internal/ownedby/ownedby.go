@@ -46,16 +46,28 @@ func Index(ctx context.Context, indexer client.FieldIndexer, obj client.Object) 
 	return nil
 }
 
+// orphan is the index value of an object without a controller (no UID looks like it).
+const orphan = "<none>"
+
 func controllerUID(o client.Object) []string {
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return nil
+	return []string{orphan}
 }
 
 // List lists into list the objects of namespace ns whose controller's UID is uid. The reader
 // must serve the index (the manager's cached client, after Index). Further options (e.g.
 // client.UnsafeDisableDeepCopy) are passed on.
 func List(ctx context.Context, c client.Reader, list client.ObjectList, ns string, uid types.UID, opts ...client.ListOption) error {
-	return c.List(ctx, list, append([]client.ListOption{client.InNamespace(ns), client.MatchingFields{field: string(uid)}}, opts...)...)
+	return listByValue(ctx, c, list, ns, string(uid), opts)
+}
+
+// ListOrphans lists into list the objects of namespace ns that have no controller, as List.
+func ListOrphans(ctx context.Context, c client.Reader, list client.ObjectList, ns string, opts ...client.ListOption) error {
+	return listByValue(ctx, c, list, ns, orphan, opts)
+}
+
+func listByValue(ctx context.Context, c client.Reader, list client.ObjectList, ns, value string, opts []client.ListOption) error {
+	return c.List(ctx, list, append([]client.ListOption{client.InNamespace(ns), client.MatchingFields{field: value}}, opts...)...)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
@@ -52,6 +54,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toKey := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
 	inNS := synccommon.InNamespace
+	if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), &machinev1beta1.Machine{}); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machine").
 		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
@@ -72,15 +77,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// machinesOfSet maps a Cluster API MachineSet to the Machine API Machines of its namesake.
+// machinesOfSet maps a Cluster API MachineSet to the Machine API Machines of its namesake,
+// found through the controller index (read only: the cached Machines are not copied). Without
+// the namesake in the cache, every Machine naming a controller of that name is looked at.
 func (r *Reconciler) machinesOfSet(ctx context.Context, o client.Object) []reconcile.Request {
 	var list machinev1beta1.MachineList
-	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespaces.MachineAPI)); err != nil {
+	ms := &machinev1beta1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.MachineAPI, Name: o.GetName()}, ms)
+	switch {
+	case err == nil:
+		err = ownedby.List(ctx, r.Client, &list, r.Namespaces.MachineAPI, ms.UID, client.UnsafeDisableDeepCopy)
+	case apierrors.IsNotFound(err):
+		err = r.Client.List(ctx, &list, client.InNamespace(r.Namespaces.MachineAPI), client.UnsafeDisableDeepCopy)
+	}
+	if err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "MachineSet" && ref.Name == o.GetName() {
+		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.Kind == "MachineSet" && ref.Name == o.GetName() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
