@@ -44,8 +44,8 @@ func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machine").
 		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
-		Watches(&clusterv1.Machine{}, toOpenMachineAPICopy(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.Machine{} }),
-			synccommon.InNamespace(r.Namespaces.ClusterAPI)).
+		Watches(&clusterv1.Machine{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI),
+			whileNamesakeOpen(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.Machine{} })).
 		// Handovers of different Machines are independent; each waits on other controllers
 		// between its steps, so several at once keep a bulk migration moving.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).

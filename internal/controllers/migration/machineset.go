@@ -46,8 +46,8 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machineset").
 		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
-		Watches(&clusterv1.MachineSet{}, toOpenMachineAPICopy(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.MachineSet{} }),
-			synccommon.InNamespace(r.Namespaces.ClusterAPI)).
+		Watches(&clusterv1.MachineSet{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI),
+			whileNamesakeOpen(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.MachineSet{} })).
 		Complete(r)
 }
 

@@ -1,7 +1,6 @@
 package migration
 
 import (
-	"context"
 	"testing"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -10,9 +9,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/scheme"
 )
@@ -61,27 +58,24 @@ func TestOpenUpdates(t *testing.T) {
 
 // A Cluster API copy's event brings a pass of its Machine API namesake only while that has a
 // handover open.
-func TestToOpenMachineAPICopy(t *testing.T) {
+func TestNamesakeOpen(t *testing.T) {
 	capi := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-cluster-api", Name: "m"}}
 	for _, c := range []struct {
 		name string
 		mapi *machinev1beta1.Machine
-		want int
+		want bool
 	}{
-		{"settled", mapiMachine(capiAPI, capiAPI), 0},
-		{"migrating", mapiMachine(capiAPI, moving), 1},
-		{"no Machine API copy", nil, 0},
+		{"settled", mapiMachine(capiAPI, capiAPI), false},
+		{"migrating", mapiMachine(capiAPI, moving), true},
+		{"no Machine API copy", nil, false},
 	} {
 		b := fake.NewClientBuilder().WithScheme(scheme.Scheme)
 		if c.mapi != nil {
 			b = b.WithObjects(c.mapi)
 		}
-		h := toOpenMachineAPICopy(b.Build(), "openshift-machine-api", func() client.Object { return &machinev1beta1.Machine{} })
-		q := priorityqueue.New[reconcile.Request]("test")
-		h.Update(context.Background(), event.UpdateEvent{ObjectOld: capi, ObjectNew: capi}, q)
-		if got := q.Len(); got != c.want {
-			t.Errorf("%s: %d requests, want %d", c.name, got, c.want)
+		p := namesakeOpen(b.Build(), "openshift-machine-api", func() client.Object { return &machinev1beta1.Machine{} })
+		if got := p.Update(event.UpdateEvent{ObjectOld: capi, ObjectNew: capi}); got != c.want {
+			t.Errorf("%s: pass %v, want %v", c.name, got, c.want)
 		}
-		q.ShutDown()
 	}
 }
