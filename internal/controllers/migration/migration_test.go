@@ -97,6 +97,7 @@ func TestMigration(t *testing.T) {
 		{"ManyHandoversLaunchNothing", testManyHandoversLaunchNothing},
 		{"MachineSetHandover_InfraMachinePausedAndFinalizerMoved_TemplatesPruned", testHandover},
 		{"MachineSetWaitsForUnmirroredMachine", testSetWaitsForUnmirrored},
+		{"OrphanedClusterAPICopyAdoptedByMirror", testOrphanAdopted},
 		{"ScaleFromZeroSurvivesMigration", testScaleFromZeroSurvivesMigration},
 		{"NoReadyFlapAtHandover", testNoReadyFlapAtHandover},
 	} {

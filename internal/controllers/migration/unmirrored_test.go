@@ -3,6 +3,7 @@ package migration_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/migration"
@@ -75,6 +77,52 @@ func testSetWaitsForUnmirrored(t *testing.T, pc platformCase) {
 			fmt.Sprintf("stray: %v; MachineSet status.authoritativeAPI %s", err, ms.Status.AuthoritativeAPI), nil
 	})
 	if err := e.Client.Delete(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testOrphanAdopted: a Cluster API-authoritative Machine whose Cluster API copy has no
+// controller, while its Machine API copy is controlled by a MachineSet that is still the Machine
+// API's, gets the mirror of that MachineSet as its controller from the sync, and the
+// MachineSet can then change hands. The state arises when a Machine is handed to the Cluster
+// API before its MachineSet's mirror exists (its copy was made without a controller, and the
+// paused mirror adopts nothing): seen in CI as a MachineSet migration that waited for ever.
+// Here the controller reference is taken off by hand, as a user may.
+func testOrphanAdopted(t *testing.T, pc platformCase) {
+	e := env.For(t)
+	ctx := context.Background()
+	name := pc.name("orphan")
+	if err := e.Client.Create(ctx, platformSet(pc, name, 1, pc.small)); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(120*time.Second, "1 Machine running in both APIs", func(ctx context.Context) (bool, string, error) {
+		m, c, r, desc := machinesOf(ctx, e, name)
+		return m == 1 && c == 1 && r == 1, desc, nil
+	})
+	moveMachines(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
+	var list clusterv1.MachineList
+	if err := e.Client.List(ctx, &list, client.InNamespace(capiNS), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": name}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("want the set's one Cluster API Machine, have %d (%v)", len(list.Items), err)
+	}
+	m := &list.Items[0]
+	set := metav1.GetControllerOf(m)
+	if set == nil || set.Kind != "MachineSet" || set.Name != name {
+		t.Fatalf("Cluster API Machine %s is controlled by %v, want MachineSet %s", m.Name, set, name)
+	}
+	base := m.DeepCopy()
+	m.OwnerReferences = slices.DeleteFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == set.UID })
+	if err := e.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the Cluster API copy controlled by its MachineSet's mirror again", func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err.Error(), nil
+		}
+		ref := metav1.GetControllerOf(m)
+		return ref != nil && ref.UID == set.UID, fmt.Sprintf("owners %+v", m.OwnerReferences), nil
+	})
+	migrateSet(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
+	if err := e.Client.Delete(ctx, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: mapiNS, Name: name}}); err != nil {
 		t.Fatal(err)
 	}
 }

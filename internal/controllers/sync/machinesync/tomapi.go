@@ -2,12 +2,14 @@ package machinesync
 
 import (
 	"context"
+	"fmt"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,9 +23,10 @@ import (
 // toMAPI converts the authoritative Cluster API Machine and its InfraMachine onto the Machine
 // API copy, spec and status. The Cluster API Machine first gets the sync finalizer, as both
 // copies of a pair do (a pair born in the Cluster API too), so its deletion reaches the sync
-// and is carried over instead of the Machine being created again from its Machine API copy.
+// and is carried over instead of the Machine being created again from its Machine API copy;
+// and, if it has none, its controller (keepCAPI).
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
-	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
+	if wrote, err := r.keepCAPI(ctx, mapi, capi); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
 	if done, err := r.remediateForPausedOwner(ctx, mapi, capi); done || err != nil {
@@ -87,6 +90,56 @@ func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Mac
 		}
 	}
 	return out, ctrl.Result{}, nil
+}
+
+// keepCAPI stores on the authoritative Cluster API Machine, in one write, what the sync keeps
+// there: its finalizer and, when the Machine has no controller, the Cluster API MachineSet
+// that mirrors its Machine API copy's (adoptingSet). A Cluster API copy made before its
+// MachineSet's mirror existed has no controller at first; the sync gives it one when the
+// mirror appears, but only while the Machine API is authoritative (toCAPI). A Machine handed to
+// the Cluster API before then stayed an orphan of the paused mirror, which adopts nothing, and
+// its MachineSet's migration waited for it for ever ("not mirrored in both APIs yet").
+func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (bool, error) {
+	owner, err := r.adoptingSet(ctx, mapi, capi)
+	if err != nil {
+		return false, err
+	}
+	wrote, err := patch.Locked(ctx, r.Client, capi, func() bool {
+		changed := controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		if owner != nil {
+			capi.OwnerReferences = append(capi.OwnerReferences, *owner)
+			changed = true
+		}
+		return changed
+	})
+	if err != nil {
+		return false, fmt.Errorf("storing the sync finalizer and controller of Cluster API Machine %s: %w", capi.Name, err)
+	}
+	return wrote, nil
+}
+
+// adoptingSet is the controller a Cluster API Machine without one should have: the Cluster
+// API MachineSet of the name of its Machine API copy's MachineSet, if it exists, is not being
+// deleted, and selects the Machine (the Machines it would adopt itself, were it not a paused
+// mirror; one that let the Machine go for its labels does not get it back).
+func (r *Reconciler) adoptingSet(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*metav1.OwnerReference, error) {
+	if metav1.GetControllerOfNoCopy(capi) != nil {
+		return nil, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(mapi)
+	if ref == nil || ref.Kind != "MachineSet" {
+		return nil, nil
+	}
+	ms := &clusterv1.MachineSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: ref.Name}, ms); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(capi.Labels)) || !ms.DeletionTimestamp.IsZero() ||
+		ms.Spec.ClusterName != capi.Spec.ClusterName {
+		return nil, nil
+	}
+	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
 }
 
 // mapiOwner is the Machine API MachineSet mirroring the Cluster API Machine's MachineSet.
