@@ -56,11 +56,19 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	if empty, err := lockOnly(data); empty || err != nil {
 		return false, err
 	}
+	if err := outdated(c, base); err != nil {
+		return false, err
+	}
 	p := client.RawPatch(types.MergePatchType, data)
 	if status {
-		return true, c.Status().Patch(ctx, obj, p)
+		err = c.Status().Patch(ctx, obj, p)
+	} else {
+		err = c.Patch(ctx, obj, p)
 	}
-	return true, c.Patch(ctx, obj, p)
+	if err == nil {
+		replaced(c, obj, base.GetResourceVersion())
+	}
+	return true, err
 }
 
 // lockOnly reports whether a locked merge patch changes nothing: all it holds is the
