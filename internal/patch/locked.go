@@ -56,8 +56,11 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	if empty, err := lockOnly(data); empty || err != nil {
 		return false, err
 	}
-	if err := outdated(c, base); err != nil {
-		return false, err
+	key, keyed := keyOf(c, base) // superseded.go
+	if keyed {
+		if err := key.outdated(base.GetResourceVersion()); err != nil {
+			return false, err
+		}
 	}
 	p := client.RawPatch(types.MergePatchType, data)
 	if status {
@@ -65,8 +68,8 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	} else {
 		err = c.Patch(ctx, obj, p)
 	}
-	if err == nil {
-		replaced(c, obj, base.GetResourceVersion())
+	if err == nil && keyed {
+		key.replaced(base.GetResourceVersion(), obj.GetResourceVersion())
 	}
 	return true, err
 }

@@ -66,10 +66,9 @@ func keyOf(c client.Client, obj client.Object) (supersededKey, bool) {
 	return supersededKey{client: c, kind: kind, ns: obj.GetNamespace(), obj: obj.GetName()}, true
 }
 
-// replaced records that a write of obj moved it from version from to its current one.
-func replaced(c client.Client, obj client.Object, from string) {
-	k, ok := keyOf(c, obj)
-	if !ok || from == "" || from == obj.GetResourceVersion() {
+// replaced records that a write of the object moved it from version from to version to.
+func (k supersededKey) replaced(from, to string) {
+	if from == "" || from == to {
 		return
 	}
 	now := clock()
@@ -89,18 +88,14 @@ func replaced(c client.Client, obj client.Object, from string) {
 // would meet.
 var errSuperseded = errors.New("the copy is older than this process's last write of the object")
 
-// outdated returns a conflict error when base is a version of the object that a write of this
+// outdated returns a conflict error when rv is a version of the object that a write of this
 // process replaced less than supersededFor ago.
-func outdated(c client.Client, base client.Object) error {
-	k, ok := keyOf(c, base)
-	if !ok {
-		return nil
-	}
+func (k supersededKey) outdated(rv string) error {
 	supersededMu.Lock()
 	v, found := superseded[k]
 	supersededMu.Unlock()
-	if !found || v.rv != base.GetResourceVersion() || clock().Sub(v.at) > supersededFor {
+	if !found || v.rv != rv || clock().Sub(v.at) > supersededFor {
 		return nil
 	}
-	return apierrors.NewConflict(schema.GroupResource{Resource: k.kind}, base.GetName(), errSuperseded)
+	return apierrors.NewConflict(schema.GroupResource{Resource: k.kind}, k.obj, errSuperseded)
 }

@@ -165,19 +165,25 @@ var errLeftoverInfra = errors.New("waiting for the garbage collector to remove a
 // capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
 // the same name as the Machine API Machine's MachineSet, when it exists.
 func (r *Reconciler) capiOwner(ctx context.Context, mapi *machinev1beta1.Machine) (*metav1.OwnerReference, error) {
-	ref := metav1.GetControllerOf(mapi)
+	ms, err := r.capiSetOf(ctx, mapi)
+	if ms == nil || err != nil {
+		return nil, err
+	}
+	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
+}
+
+// capiSetOf reads the Cluster API MachineSet of the same name as the Machine API Machine's
+// MachineSet; nil when the Machine has no MachineSet or that one has no Cluster API namesake.
+func (r *Reconciler) capiSetOf(ctx context.Context, mapi *machinev1beta1.Machine) (*clusterv1.MachineSet, error) {
+	ref := metav1.GetControllerOfNoCopy(mapi)
 	if ref == nil || ref.Kind != "MachineSet" {
 		return nil, nil
 	}
 	ms := &clusterv1.MachineSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: ref.Name}, ms)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: ref.Name}, ms); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
+	return ms, nil
 }
 
 // setSynchronized writes the Synchronized condition and, on success, the generation synced.

@@ -126,13 +126,9 @@ func (r *Reconciler) adoptingSet(ctx context.Context, mapi *machinev1beta1.Machi
 	if metav1.GetControllerOfNoCopy(capi) != nil {
 		return nil, nil
 	}
-	ref := metav1.GetControllerOfNoCopy(mapi)
-	if ref == nil || ref.Kind != "MachineSet" {
-		return nil, nil
-	}
-	ms := &clusterv1.MachineSet{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespaces.ClusterAPI, Name: ref.Name}, ms); err != nil {
-		return nil, client.IgnoreNotFound(err)
+	ms, err := r.capiSetOf(ctx, mapi)
+	if ms == nil || err != nil {
+		return nil, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 	if err != nil || sel.Empty() || !sel.Matches(labels.Set(capi.Labels)) || !ms.DeletionTimestamp.IsZero() ||
