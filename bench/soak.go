@@ -258,11 +258,13 @@ func (s *soak) restartManager() error {
 	return nil
 }
 
-// killInstance terminates one random running instance behind the controllers' back.
+// killInstance terminates one random running instance behind the controllers' back. An
+// instance the checker counts as possibly leaked (no Machine on either side) is never picked:
+// killing it would hide the leak the checker is about to report.
 func (s *soak) killInstance(ctx context.Context) {
 	var alive []api.Instance
 	for _, i := range s.e.cloud.Instances(soakRegion) {
-		if i.State == api.StateRunning {
+		if i.State == api.StateRunning && !s.check.orphaned(i.InstanceID) {
 			alive = append(alive, i)
 		}
 	}

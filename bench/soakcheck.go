@@ -340,6 +340,15 @@ func (c *checker) checkOrphans(s *snapshot, grace time.Duration) {
 	}
 }
 
+// orphaned reports whether the instance had no Machine on either side at the latest
+// observation (a leak once that lasts past the grace period).
+func (c *checker) orphaned(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.orphanSince[id]
+	return ok
+}
+
 // unsettled lists what still differs from a quiet end state: empty means settled. With
 // final set, each item is reported as a violation of its invariant.
 func (c *checker) unsettled(s *snapshot, final bool) []string {

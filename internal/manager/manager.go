@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -221,13 +222,28 @@ type Options struct {
 // Leader election holds a Lease in the manager's namespace (machina-system when installed from config/).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=machina-system
 
+// quietWarnings returns a copy of cfg whose clients log each distinct API server warning once
+// per process. The API server warns on every create or update that sets a finalizer name
+// without a "/" (Cluster API's machine.cluster.x-k8s.io, the Machine API's
+// machine.machine.openshift.io, the providers' own such as
+// simmachine.infrastructure.machina.dev and CAPA's awsmachine.infrastructure.cluster.x-k8s.io);
+// those names are the upstream contract and stay, and logged on every such write they were
+// over a quarter of a busy manager's log.
+func quietWarnings(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
+		cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	}
+	return cfg
+}
+
 // New builds a manager with health and readiness checks and the selected groups' controllers.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = "machina-manager"
 	}
+	cfg = quietWarnings(cfg)
 	if v := os.Getenv("MACHINA_DEBUG_WRITES"); v != "" {
-		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return debugRT{next: rt, detail: v == "2"} })
 	}
 	metrics, err := o.metricsServer()

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	mmgr "github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/opsmetrics"
@@ -132,6 +137,7 @@ func TestManagerAgainstLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertWarningsLoggedOnce(ctx, t, mgr.GetClient())
 	errc := make(chan error, 1)
 	go func() { errc <- mgr.Start(ctx) }()
 
@@ -184,5 +190,38 @@ func TestManagerAgainstLab(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("manager did not stop")
+	}
+}
+
+// assertWarningsLoggedOnce creates three objects whose finalizer has no "/" through the
+// manager's client: the API server warns on each write that sets such a finalizer, the manager
+// logs the warning once.
+func assertWarningsLoggedOnce(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	var logged []string
+	ctx = ctrllog.IntoContext(ctx, funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{}))
+	var created []*infrav1.SimCluster
+	for i := range 3 {
+		sc := &infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("warned-%d", i), Namespace: "default",
+			Finalizers: []string{"unqualified.example.com"}}, Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}}
+		if err := c.Create(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, sc)
+	}
+	warned := 0
+	for _, l := range logged {
+		if strings.Contains(l, "unqualified.example.com") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Fatalf("the finalizer warning of 3 writes was logged %d times, want once: %q", warned, logged)
+	}
+	for _, sc := range created {
+		sc.Finalizers = nil
+		if err := c.Update(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

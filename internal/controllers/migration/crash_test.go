@@ -216,6 +216,7 @@ func TestOwnLab(t *testing.T) {
 			{"ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating},
 			{"LaunchInFlight_OneInstance", testLaunchInFlight},
 			{"DeleteWhileMigrating", testDeleteWhileMigrating},
+			{"LaunchInUnpausedWindow_NoLeak", testLaunchInUnpausedWindow},
 			{"InfraMachineDeletedMidHandover_Reported", testInfraDeletedMidHandover},
 			{"RollbackFromEveryStep", testRollbackFromEveryStep},
 		} {

@@ -2,6 +2,7 @@ package migration
 
 import (
 	"context"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,9 @@ func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubjec
 		if err := s.pauseCAPI(ctx, r.client, true); err != nil {
 			return ctrl.Result{}, err
 		}
+		if ok, err := r.instanceHanded(ctx, s); err != nil || !ok {
+			return ctrl.Result{RequeueAfter: time.Second}, err
+		}
 		if err := s.releaseCAPI(ctx, r.client); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -56,6 +60,25 @@ func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubjec
 	r.event(s.mapi, corev1.EventTypeNormal, DeletedWhileMigratingReason, "Deleted during the handover; %s carries the deletion out", to)
 	r.pending.forget(client.ObjectKeyFromObject(s.mapi))
 	return ctrl.Result{}, nil
+}
+
+// instanceHanded reports whether the Machine API side, which is to carry the deletion out,
+// knows the instance: an InfraMachine its provider has acted on (unpaused during a handover
+// from the Machine API, it may have launched one) is let go only once the provider has
+// acknowledged its pause again — it then records whatever it launched — and the Machine API
+// copy names that instance (handInstance); otherwise the instance would outlive both copies.
+func (r *MachineReconciler) instanceHanded(ctx context.Context, s *machineSubject) (bool, error) {
+	if ok, why, err := s.infraPaused(ctx, r.client); err != nil || !ok {
+		if err == nil {
+			r.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "deleted during the handover; waiting for the provider to pause before the Machine API carries the deletion out: "+why)
+		}
+		return false, err
+	}
+	if _, err := s.handInstance(ctx, r.client); err != nil {
+		r.stepFailed(ctx, s, "giving the Machine API copy its instance", err)
+		return false, err
+	}
+	return true, nil
 }
 
 // deletionSide is the side that acts on a deletion that interrupted a handover. Going to the

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // infraPaused reports whether the InfraMachine's provider has acknowledged the pause. The
@@ -40,12 +42,57 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 	if ok, why, err := pausedCondition(u, acted, s.infraPauseAck, s.infraOperatorAck); err != nil || !ok {
 		return ok, why, err
 	}
-	// The instance the provider recorded (perhaps while acknowledging the pause) must have
-	// reached the Machine API copy, which is about to act on it.
-	if pid, _, _ := unstructured.NestedString(u.Object, "spec", "providerID"); pid != "" && pid != ptr.Deref(s.mapi.Spec.ProviderID, "") {
-		return false, fmt.Sprintf("the Machine API copy does not name instance %s yet, which %s %s records", pid, u.GetKind(), u.GetName()), nil
+	// The instance the provider recorded (perhaps while acknowledging the pause) is the one
+	// the Machine API copy is about to act on: handInstance gives it to a copy that names none;
+	// a copy naming another one waits (two instances for one Machine are nobody's to pick).
+	if pid := infraProviderID(u); pid != "" {
+		if have := ptr.Deref(s.mapi.Spec.ProviderID, ""); have != "" && have != pid {
+			return false, fmt.Sprintf("the Machine API copy names instance %s, but %s %s records %s", have, u.GetKind(), u.GetName(), pid), nil
+		}
 	}
 	return true, "", nil
+}
+
+// infraProviderID is the instance an InfraMachine records (spec.providerID, the Cluster API
+// InfraMachine contract's field).
+func infraProviderID(u *unstructured.Unstructured) string {
+	pid, _, _ := unstructured.NestedString(u.Object, "spec", "providerID")
+	return pid
+}
+
+// handInstance gives the Machine API copy the instance the InfraMachine records, when the copy
+// names none, before the provider's finalizer leaves the InfraMachine for the Machine API side:
+// an instance the Cluster API side launched (while a handover from the Machine API had its
+// InfraMachine unpaused) is then terminated or kept by the Machine API controller, instead
+// of running on with no controller that knows it. It reports whether it wrote, and refuses
+// (an error) when the copy names another instance. Callers have had the provider acknowledge
+// its pause, so the InfraMachine records every instance it launched.
+func (s *machineSubject) handInstance(ctx context.Context, c client.Client) (bool, error) {
+	if s.infra == nil || !s.infraHeld() {
+		return false, nil // its provider never acted on it: it launched nothing
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.infraGVK)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s.infra), u); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	pid := infraProviderID(u)
+	switch have := ptr.Deref(s.mapi.Spec.ProviderID, ""); {
+	case pid == "" || have == pid:
+		return false, nil
+	case have != "":
+		return false, fmt.Errorf("the Machine API copy names instance %s, but %s %s records %s: keeping %s's finalizer",
+			have, u.GetKind(), u.GetName(), pid, u.GetKind())
+	}
+	return patch.Locked(ctx, c, s.mapi, func() bool {
+		s.mapi.Spec.ProviderID = ptr.To(pid)
+		return true
+	})
+}
+
+// infraHeld reports whether the InfraMachine carries one of its provider's finalizers.
+func (s *machineSubject) infraHeld() bool {
+	return slices.ContainsFunc(s.infraFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(s.infra, f) })
 }
 
 // pausedCondition reads the Paused condition of a Cluster API object in either condition

@@ -3,7 +3,6 @@ package migration
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -166,7 +165,8 @@ func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, str
 // unpaused pass, and a Cluster API Machine deleted before that pass would take a finalizer-less
 // InfraMachine with it at once, leaving the instance running with nothing to terminate it.
 // (The handover unpauses the Cluster API copies first, which brings both finalizers, so
-// there the adds find them on.)
+// there the adds find them on.) Going to the Machine API the Machine API copy is first given
+// the instance the InfraMachine records, if it names none (handInstance).
 func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to machinev1beta1.MachineAuthority) (bool, error) {
 	if to == machinev1beta1.MachineAuthorityClusterAPI {
 		if s.capi == nil {
@@ -180,6 +180,9 @@ func (s *machineSubject) moveFinalizers(ctx context.Context, c client.Client, to
 		}
 		removed, err := removeFinalizers(ctx, c, s.mapi, machinev1beta1.MachineFinalizer)
 		return !removed, err
+	}
+	if handed, err := s.handInstance(ctx, c); err != nil || handed {
+		return false, err
 	}
 	if added, err := addFinalizer(ctx, c, s.mapi, machinev1beta1.MachineFinalizer); err != nil || added {
 		return false, err
@@ -270,8 +273,7 @@ func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool,
 // infraGuard is the provider finalizer the InfraMachine lacks: empty when it carries one of
 // them (or there is no InfraMachine, or its provider has none).
 func (s *machineSubject) infraGuard() string {
-	if s.infra == nil || len(s.infraFinalizers) == 0 ||
-		slices.ContainsFunc(s.infraFinalizers, func(f string) bool { return controllerutil.ContainsFinalizer(s.infra, f) }) {
+	if s.infra == nil || len(s.infraFinalizers) == 0 || s.infraHeld() {
 		return ""
 	}
 	return s.infraFinalizers[0]

@@ -1,6 +1,7 @@
 package machinesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,6 +112,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, pause synccommon.Pause) error {
 	base := capi.DeepCopy()
 	capi.Spec = desired.Spec
+	capi.Spec.ProviderID = cmp.Or(capi.Spec.ProviderID, base.Spec.ProviderID) // never cleared (synccommon.KeepProviderID)
 	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
 	pause.Apply(capi)
 	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
@@ -146,6 +148,7 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 	if err := synccommon.CopySpec(desired, existing); err != nil {
 		return err
 	}
+	synccommon.KeepProviderID(existing, base)
 	existing.SetLabels(synccommon.MergeMap(existing.GetLabels(), desired.GetLabels()))
 	pause.Apply(existing)
 	synccommon.MarkMirrorOf(existing, desired.GetAnnotations()[synccommon.MirrorOfAnnotation])

@@ -40,6 +40,9 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	authority := mapi.Spec.AuthoritativeAPI
 	mapi.Spec = desired.Spec
 	mapi.Spec.AuthoritativeAPI = authority // the user's request, never the sync's
+	if mapi.Spec.ProviderID == nil {
+		mapi.Spec.ProviderID = base.Spec.ProviderID // never cleared (synccommon.KeepProviderID)
+	}
 	synccommon.MirrorMetadata(mapi, desired.Labels, desired.Annotations)
 	if owner, err := r.mapiOwner(ctx, capi); err != nil {
 		return ctrl.Result{}, err

@@ -58,6 +58,38 @@ func CopySpec(src, dst client.Object) error {
 	return nil
 }
 
+// KeepProviderID puts back the spec.providerID that obj had in before when a copy of the
+// other side's spec left it empty. A providerID is not a wish but a record: the instance a
+// controller launched for the Machine. The side the spec comes from may not know it yet (an
+// instance the Cluster API side launched while a handover from the Machine API had unpaused
+// it, which the migration hands to the Machine API copy before letting the provider go), and
+// clearing it would leave that instance running with no controller that knows it. obj and
+// before are the same InfraMachine type, whose spec.providerID is a string or *string (the
+// contract's field, typed per provider).
+func KeepProviderID(obj, before client.Object) {
+	field := func(o client.Object) reflect.Value {
+		spec := reflect.ValueOf(o).Elem().FieldByName("Spec")
+		if !spec.IsValid() {
+			return reflect.Value{}
+		}
+		return spec.FieldByName("ProviderID")
+	}
+	now, was := field(obj), field(before)
+	if !now.IsValid() || !was.IsValid() || now.Type() != was.Type() {
+		return
+	}
+	switch now.Kind() {
+	case reflect.String:
+		if now.String() == "" {
+			now.Set(was)
+		}
+	case reflect.Pointer:
+		if now.IsNil() || now.Elem().Kind() == reflect.String && now.Elem().String() == "" {
+			now.Set(was)
+		}
+	}
+}
+
 // EnsureUserData copies the Machine API user-data Secret name (key userData) from srcNS into
 // dstNS as a Cluster API bootstrap data Secret (key value, cluster-name label), which is what
 // Cluster API providers read. Ignition user data (what OpenShift stores) is marked so (key
