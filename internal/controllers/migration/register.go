@@ -1,6 +1,8 @@
 package migration
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
@@ -20,8 +22,12 @@ func Group() manager.Group {
 	}
 }
 
-// Setup adds the migration controllers to mgr.
+// Setup adds the migration controllers to mgr, or refuses to when the installed Machine API
+// CRDs lack the authority fields the controllers write (synccommon.CheckMachineAPICRDs).
 func Setup(mgr ctrl.Manager, env manager.Env) error {
+	if err := synccommon.CheckMachineAPICRDs(context.Background(), mgr.GetAPIReader()); err != nil {
+		return err
+	}
 	mapiNS, capiNS := env.Namespaces()
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS}
 	if err := NewMachineReconciler(mgr.GetClient(), ns, env.ProviderRegistry(), events.For(mgr, "migration-machine")).SetupWithManager(mgr); err != nil {

@@ -3,6 +3,8 @@
 package sync
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesetsync"
@@ -26,8 +28,12 @@ func Group() manager.Group {
 	}
 }
 
-// Setup adds the sync controllers to mgr.
+// Setup adds the sync controllers to mgr, or refuses to when the installed Machine API CRDs
+// lack the authority fields the controllers write (synccommon.CheckMachineAPICRDs).
 func Setup(mgr ctrl.Manager, env manager.Env) error {
+	if err := synccommon.CheckMachineAPICRDs(context.Background(), mgr.GetAPIReader()); err != nil {
+		return err
+	}
 	mapiNS, capiNS := env.Namespaces()
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS, AdditionalSyncMachineLabels: env.AdditionalSyncMachineLabels}
 	providers := env.ProviderRegistry()

@@ -1,6 +1,7 @@
 // Package synccommon holds what the sync controllers share: the sync finalizer, the
 // Synchronized condition, the namespace pair, and building the conversion context (cluster
-// name, platform) through the provider registry.
+// name, platform) through the provider registry; and the start check, shared with the
+// migration, that the installed Machine API CRDs carry the authority fields (crdcheck.go).
 package synccommon
 
 import (
