@@ -12,7 +12,7 @@ SIM_RBAC_PATHS = paths=./internal/controllers/sim/...
 IMAGE ?= machina:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: all build test generate rbac crds tools-mod lab-binaries verify lint image
+.PHONY: all build test generate rbac crds tools-mod mao-mod lab-binaries verify lint image
 
 all: build
 
@@ -42,6 +42,17 @@ tools-mod: ## re-tidy the control-plane tools module and refresh the lab's embed
 	cp hack/tools/go.mod internal/lab/toolsmod/go.mod.txt
 	cp hack/tools/go.sum internal/lab/toolsmod/go.sum.txt
 
+# mao-mod re-tidies the lab's embedded machine-api-operator module in a scratch copy (it has no
+# directory of its own: its tool directives name the commands). MAO_VERSION=<pseudo-version>
+# moves it to another revision first; MAOVersion in internal/lab/maobuild.go must follow.
+mao-mod: ## re-tidy the lab's embedded machine-api-operator module (internal/lab/maomod)
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	cp internal/lab/maomod/go.mod.txt "$$d/go.mod" && cp internal/lab/maomod/go.sum.txt "$$d/go.sum" && \
+	( cd "$$d" && export GOWORK=off GOFLAGS=-mod=mod && \
+	  if [ -n "$(MAO_VERSION)" ]; then go get github.com/openshift/machine-api-operator@$(MAO_VERSION); fi && \
+	  go mod tidy ) && \
+	cp "$$d/go.mod" internal/lab/maomod/go.mod.txt && cp "$$d/go.sum" internal/lab/maomod/go.sum.txt
+
 lab-binaries: ## build (or find) the cached etcd / kube-apiserver / kube-controller-manager
 	go run ./cmd/machina lab-binaries
 
@@ -53,4 +64,4 @@ verify: ## tidy go.mod, vet, golangci-lint (.golangci.yml), and no stale generat
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
 	go run ./hack/crdsync -check
-	go test -count=1 ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|RBACUpToDate|Wildcard|ContainerfileGo'
+	go test -count=1 ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|MAOModule|RBACUpToDate|Wildcard|ContainerfileGo'
