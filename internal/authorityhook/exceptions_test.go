@@ -2,9 +2,11 @@ package authorityhook_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +59,16 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		return matrixKind{}
 	}
 	deleteMark := metaPatch("annotations", "cluster.x-k8s.io/delete-machine", "yes")
+	// machine-api-operator's paused MachineSet controller stamps the generation it saw with its
+	// Paused condition; any other observedGeneration is the sync's to write.
+	set := &machinev1beta1.MachineSet{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: kind("machine.openshift.io/MachineSet").ns, Name: "mx-set"}, set); err != nil {
+		t.Fatal(err)
+	}
+	stamped := func(gen int64) string {
+		return fmt.Sprintf(`{"status":{"observedGeneration":%d,"conditions":[{"type":"Paused","status":"True",`+
+			`"reason":"AuthoritativeAPINotMachineAPI","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, gen)
+	}
 	cases := []struct {
 		what    string
 		c       client.Client
@@ -73,6 +85,10 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		{"Machine API controller reports Paused on a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, mapiPausedStatus, ""},
 		{"Machine API controller sets the phase of a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, `{"status":{"phase":"Running"}}`,
 			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
+		{"Machine API controller reports Paused on a MachineSet mirror, stamping its generation", mapiController, "machine.openshift.io/MachineSet", wStatus,
+			stamped(set.Generation), ""},
+		{"Machine API controller stamps another generation on a MachineSet mirror", mapiController, "machine.openshift.io/MachineSet", wStatus,
+			stamped(set.Generation + 5), "status: Forbidden: MachineSet mx-set is a mirror: the Cluster API is authoritative (ClusterAPI)"},
 		{"autoscaler marks a mirrored Machine for deletion", ids[idAutoscaler], "cluster.x-k8s.io/Machine", wAnno, deleteMark, ""},
 		{"namespace admin marks a mirrored Machine for deletion", ids[idNSAdmin], "cluster.x-k8s.io/Machine", wAnno, deleteMark,
 			"metadata.annotations: Forbidden: annotations in the " + reservedDomains + " domains of Machine cx-machine"},
