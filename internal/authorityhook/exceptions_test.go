@@ -69,6 +69,17 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		return fmt.Sprintf(`{"status":{"observedGeneration":%d,"conditions":[{"type":"Paused","status":"True",`+
 			`"reason":"AuthoritativeAPINotMachineAPI","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, gen)
 	}
+	// machine-api-operator's Machine controller restates, with its Paused condition, the
+	// Drainable and Terminable conditions the Machine's lifecycle hooks decide (mx-machine has
+	// none: both True).
+	hooked := func(drainable, terminable string) string {
+		cond := func(typ, status string) string {
+			return fmt.Sprintf(`{"type":%q,"status":%q,"lastTransitionTime":"2026-01-01T00:00:00Z"}`, typ, status)
+		}
+		return `{"status":{"lastUpdated":"2026-01-01T00:00:00Z","conditions":[{"type":"Paused","status":"True",` +
+			`"reason":"AuthoritativeAPINotMachineAPI","lastTransitionTime":"2026-01-01T00:00:00Z"},` +
+			cond("Drainable", drainable) + "," + cond("Terminable", terminable) + `]}}`
+	}
 	cases := []struct {
 		what    string
 		c       client.Client
@@ -85,6 +96,14 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		{"Machine API controller reports Paused on a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, mapiPausedStatus, ""},
 		{"Machine API controller sets the phase of a Machine mirror", mapiController, "machine.openshift.io/Machine", wStatus, `{"status":{"phase":"Running"}}`,
 			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
+		{"Machine API controller reports Paused on a Machine mirror with the lifecycle-hook conditions of its spec", mapiController,
+			"machine.openshift.io/Machine", wStatus, hooked("True", "True"), ""},
+		{"Machine API controller reports a Drainable condition a Machine mirror's spec does not give", mapiController,
+			"machine.openshift.io/Machine", wStatus, hooked("False", "True"),
+			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
+		{"Machine API controller reports lifecycle-hook conditions on a MachineSet mirror", mapiController,
+			"machine.openshift.io/MachineSet", wStatus, hooked("True", "True"),
+			"status: Forbidden: MachineSet mx-set is a mirror: the Cluster API is authoritative (ClusterAPI)"},
 		{"Machine API controller reports Paused on a MachineSet mirror, stamping its generation", mapiController, "machine.openshift.io/MachineSet", wStatus,
 			stamped(set.Generation), ""},
 		{"Machine API controller stamps another generation on a MachineSet mirror", mapiController, "machine.openshift.io/MachineSet", wStatus,
