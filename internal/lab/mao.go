@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // MAONamespace and MAOServiceAccount are where machine-api-operator's install manifests run
@@ -26,6 +28,11 @@ const (
 
 // maoGroups are the groups a ServiceAccount token of MAOUser carries.
 var maoGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + MAONamespace}
+
+// MAOConfig is a client configuration with the identity the lab runs machine-api-operator's
+// controllers as: MAOUser, with a ServiceAccount's groups (a client certificate of the lab's
+// CA). Its rights are those InstallMAORBAC gives.
+func (l *Lab) MAOConfig() (*rest.Config, error) { return l.UserConfig(MAOUser, maoGroups...) }
 
 // MAOFeatureGates is the --feature-gates value of the machineset command, every other gate at
 // its default. MachineAPIMigration on is what makes machine-api-operator's controllers honour
@@ -152,7 +159,7 @@ func (m *MAO) writeKubeconfig(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	cfg, err := m.lab.UserConfig(MAOUser, maoGroups...)
+	cfg, err := m.lab.MAOConfig()
 	if err != nil {
 		return err
 	}

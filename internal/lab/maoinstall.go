@@ -60,7 +60,21 @@ func (l *Lab) installMAO(ctx context.Context, b MAOBuild) error {
 	if err := l.installMAODNS(ctx, c, b); err != nil {
 		return err
 	}
-	objs, err := maoRBAC(filepath.Join(b.Dir, maoRBACManifest))
+	return l.InstallMAORBAC(ctx, filepath.Join(b.Dir, maoRBACManifest))
+}
+
+// InstallMAORBAC installs, from machine-api-operator's RBAC manifest at path (its
+// install/0000_30_machine-api-operator_09_rbac.yaml), the ServiceAccount MAOServiceAccount with
+// its namespaces, the bindings naming it and the roles they bind, and waits until the
+// authorizer grants MAOUser all of them. StartMAO does it with its build's copy; a process
+// that runs machine-api-operator's controllers as a library under that identity (MAOConfig)
+// does it with the manifest of the module it was built with.
+func (l *Lab) InstallMAORBAC(ctx context.Context, path string) error {
+	c, err := client.New(l.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	objs, err := maoRBAC(path)
 	if err != nil {
 		return err
 	}
