@@ -222,7 +222,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, capi, client.MergeFrom(base))
+	return patch.StoreStatus(ctx, r.Client, capi, base) // the paused controller writes this status too
 }
 
 func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineSet, reason string, errs field.ErrorList, detail error, generation int64) error {

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // MirroredReason marks conditions a paused Cluster API copy carries from the Machine API.
@@ -44,7 +45,9 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, capi, client.MergeFrom(base))
+	// Locked: the paused Cluster API Machine controller writes the same conditions list (its
+	// Paused condition), and a merge patch replaces the whole list.
+	return patch.StoreStatus(ctx, r.Client, capi, base)
 }
 
 // statusToMAPI reflects the authoritative Cluster API status on the Machine API copy.

@@ -96,8 +96,8 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	// creation brings: by then the paused controller has usually added its Paused condition,
 	// and the write, made from a copy that has it, keeps it (a write from the created copy
 	// replaced the conditions list without it, and the controller wrote it again: one more
-	// write per pair). A locked write was tried: it turned those into conflicts and retries,
-	// more writes in a migration.
+	// write per pair; locked, as the write now is, from the created copy it would conflict
+	// and be retried instead).
 	if !created && (pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi)) {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err

@@ -177,9 +177,8 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	}
 	if controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
 		// Its copy was deleted and the deletion was settled then; nothing left to sync.
-		base := capi.DeepCopy()
-		controllerutil.RemoveFinalizer(capi, synccommon.SyncFinalizer)
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, capi, client.MergeFrom(base)))
+		_, err := patch.RemoveFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer)
+		return ctrl.Result{}, err
 	}
 	if !capi.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -200,8 +199,12 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	if err := r.Client.Create(ctx, out); err != nil {
 		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
 	}
-	base := out.DeepCopy()
-	out.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-	out.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
-	return ctrl.Result{}, r.Client.Status().Patch(ctx, out, client.MergeFrom(base))
+	// Locked: a Machine API controller that decides an empty authority itself (machine-api-
+	// operator's) may have written it since the create; that decision then stands.
+	_, err = patch.LockedStatus(ctx, r.Client, out, func() bool {
+		out.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+		out.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized
+		return true
+	})
+	return ctrl.Result{}, err
 }
