@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -95,14 +93,10 @@ func capaComplete(dist string) error {
 // copyCAPAManifests copies the release's RBAC, webhook and CRD manifests from the module
 // cache (where the build left the module) into dst.
 func copyCAPAManifests(ctx context.Context, src, dst string) error {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", capaModule)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
-	out, err := cmd.Output()
+	root, err := goListModuleDir(ctx, src, capaModule)
 	if err != nil {
-		return fmt.Errorf("locating %s in the module cache: %w", capaModule, err)
+		return err
 	}
-	root := strings.TrimSpace(string(out))
 	crds, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
 		return fmt.Errorf("no CRDs under %s/config/crd/bases (%v)", root, err)
@@ -115,15 +109,7 @@ func copyCAPAManifests(ctx context.Context, src, dst string) error {
 		if !filepath.IsLocal(f) {
 			return fmt.Errorf("manifest path %q leaves the module", f)
 		}
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
-			return err
-		}
-		//nolint:gosec // f is a local path (checked above) of a manifest of the pinned module
-		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+		if err := copyFile(filepath.Join(root, f), filepath.Join(dst, f)); err != nil {
 			return err
 		}
 	}

@@ -3,12 +3,9 @@ package lab
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -128,31 +125,4 @@ func copyMAOManifests(ctx context.Context, src, dst string) error {
 		return err
 	}
 	return copyFile(filepath.Join(apiDir, dnsCRDSource), filepath.Join(dst, maoDNSCRD))
-}
-
-// goListModuleDir is the directory of module mod as the module in src resolves it.
-func goListModuleDir(ctx context.Context, src, mod string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", mod)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
-	out, err := cmd.Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		return "", fmt.Errorf("locating %s in the module cache: %v", mod, err)
-	}
-	return dir, nil
-}
-
-// copyFile copies the file from to the path to, creating its directory. Both are fixed paths
-// (maoRBACManifest, maoDNSCRD, dnsCRDSource) under a module and the build's directory.
-func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return err
-	}
-	//nolint:gosec // to is one of the build's fixed manifest paths, see above
-	return os.WriteFile(to, b, 0o644)
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -233,7 +232,7 @@ func waitMAOAllowed(ctx context.Context, c client.Client, objs []*unstructured.U
 				return false, err
 			}
 			for _, rule := range role.Rules {
-				if why, err := maoAllowed(ctx, c, o.GetNamespace(), rule); err != nil || why != "" {
+				if why, err := ruleAllowed(ctx, c, MAOUser, maoGroups, o.GetNamespace(), rule); err != nil || why != "" {
 					last = fmt.Sprintf("%s %s: %s%v", o.GetKind(), o.GetName(), why, err)
 					return false, nil
 				}
@@ -245,27 +244,4 @@ func waitMAOAllowed(ctx context.Context, c client.Client, objs []*unstructured.U
 		return fmt.Errorf("%s is not granted machine-api-operator's RBAC: %v (last: %s)", MAOUser, err, last)
 	}
 	return nil
-}
-
-// maoAllowed asks the authorizer whether MAOUser may do every verb of rule on every resource
-// of it in namespace ns ("" cluster-wide); it returns what is refused, or "".
-func maoAllowed(ctx context.Context, c client.Client, ns string, rule rbacv1.PolicyRule) (string, error) {
-	for _, g := range rule.APIGroups {
-		for _, res := range rule.Resources {
-			resource, sub, _ := strings.Cut(res, "/")
-			for _, v := range rule.Verbs {
-				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-					User: MAOUser, Groups: maoGroups,
-					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: g, Resource: resource, Subresource: sub, Verb: v},
-				}}
-				if err := c.Create(ctx, sar); err != nil {
-					return "", err
-				}
-				if !sar.Status.Allowed {
-					return fmt.Sprintf("may not %s %s in group %q yet", v, res, g), nil
-				}
-			}
-		}
-	}
-	return "", nil
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/machina-dev/machina/internal/flock"
@@ -112,4 +114,31 @@ func goBuild(ctx context.Context, name, src, pkg, out, ldflags string, start tim
 		return fmt.Errorf("building %s: %w", name, err)
 	}
 	return nil
+}
+
+// goListModuleDir is the directory of module mod as the module in src resolves it.
+func goListModuleDir(ctx context.Context, src, mod string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", mod)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
+	out, err := cmd.Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		return "", fmt.Errorf("locating %s in the module cache: %w", mod, err)
+	}
+	return dir, nil
+}
+
+// copyFile copies the file from to the path to, creating its directory: a manifest of a
+// pinned module into a build's directory, at a path the build fixes.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	//nolint:gosec // to is a fixed or checked-local path under a build directory
+	return os.WriteFile(to, b, 0o644)
 }

@@ -91,8 +91,8 @@ func waitAggregated(ctx context.Context, cfg *rest.Config, roles ...*rbacv1.Clus
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, r := range roles {
 			for _, rule := range r.Rules {
-				ok, why, err := managerAllowed(ctx, c, rule)
-				if err != nil || !ok {
+				why, err := ruleAllowed(ctx, c, ManagerUser, ManagerGroups, "", rule)
+				if err != nil || why != "" {
 					last = fmt.Sprintf("ClusterRole %s: %s %v", r.Name, why, err)
 					return false, nil
 				}
@@ -107,27 +107,27 @@ func waitAggregated(ctx context.Context, cfg *rest.Config, roles ...*rbacv1.Clus
 	return nil
 }
 
-// managerAllowed asks the authorizer whether ManagerUser may do every verb of rule on every
-// resource of it, cluster-wide.
-func managerAllowed(ctx context.Context, c client.Client, rule rbacv1.PolicyRule) (bool, string, error) {
+// ruleAllowed asks the authorizer whether user (in groups) may do every verb of rule on every
+// resource of it in namespace ns ("" cluster-wide); it returns what is refused, or "".
+func ruleAllowed(ctx context.Context, c client.Client, user string, groups []string, ns string, rule rbacv1.PolicyRule) (string, error) {
 	for _, g := range rule.APIGroups {
 		for _, res := range rule.Resources {
 			resource, sub, _ := strings.Cut(res, "/")
 			for _, v := range rule.Verbs {
 				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-					User: ManagerUser, Groups: ManagerGroups,
-					ResourceAttributes: &authorizationv1.ResourceAttributes{Group: g, Resource: resource, Subresource: sub, Verb: v},
+					User: user, Groups: groups,
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: g, Resource: resource, Subresource: sub, Verb: v},
 				}}
 				if err := c.Create(ctx, sar); err != nil {
-					return false, "", err
+					return "", err
 				}
 				if !sar.Status.Allowed {
-					return false, fmt.Sprintf("may not %s %s in group %q yet", v, res, g), nil
+					return fmt.Sprintf("may not %s %s in group %q yet", v, res, g), nil
 				}
 			}
 		}
 	}
-	return true, "", nil
+	return "", nil
 }
 
 // ProviderRole is the ClusterRole a provider ships for machina's manager: full use of its
