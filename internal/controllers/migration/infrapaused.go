@@ -28,11 +28,8 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 	if s.infra == nil {
 		return true, "", nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(s.infraGVK)
-	// The subject holds only metadata; the condition needs the status (an uncached read, and
-	// only while a handover waits here).
-	if err := c.Get(ctx, client.ObjectKeyFromObject(s.infra), u); err != nil {
+	u, err := s.fullInfra(ctx, c)
+	if err != nil {
 		return false, "", client.IgnoreNotFound(err)
 	}
 	acted := false
@@ -53,6 +50,23 @@ func (s *machineSubject) infraPaused(ctx context.Context, c client.Reader) (bool
 	return true, "", nil
 }
 
+// fullInfra reads the whole InfraMachine, once per pass: the subject holds only its metadata,
+// and its status and spec.providerID are wanted only while a handover waits on the provider
+// (an uncached read). The pause check and the hand-over of the instance that follows it in
+// the same pass share the read.
+func (s *machineSubject) fullInfra(ctx context.Context, c client.Reader) (*unstructured.Unstructured, error) {
+	if s.infraRead != nil {
+		return s.infraRead, nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.infraGVK)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s.infra), u); err != nil {
+		return nil, err
+	}
+	s.infraRead = u
+	return u, nil
+}
+
 // infraProviderID is the instance an InfraMachine records (spec.providerID, the Cluster API
 // InfraMachine contract's field).
 func infraProviderID(u *unstructured.Unstructured) string {
@@ -71,9 +85,8 @@ func (s *machineSubject) handInstance(ctx context.Context, c client.Client) (boo
 	if s.infra == nil || !s.infraHeld() {
 		return false, nil // its provider never acted on it: it launched nothing
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(s.infraGVK)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(s.infra), u); err != nil {
+	u, err := s.fullInfra(ctx, c)
+	if err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	pid := infraProviderID(u)

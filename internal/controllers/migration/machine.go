@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -97,6 +98,8 @@ type machineSubject struct {
 	// infraFinalizers are the finalizers the InfraMachine's provider controller sets.
 	infraFinalizers []string
 	infraGVK        schema.GroupVersionKind
+	// infraRead is the whole InfraMachine once fullInfra has read it in this pass.
+	infraRead *unstructured.Unstructured
 	// infraPauseAck and infraOperatorAck are the provider's PauseAckAnnotation and
 	// PauseAckByOperator (provider.Provider).
 	infraPauseAck    string
