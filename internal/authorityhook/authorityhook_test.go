@@ -8,6 +8,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -99,6 +100,10 @@ func TestAuthorityWebhook(t *testing.T) {
 		}
 	})
 
+	t.Run("the Machine API copy is writable while Migrating from it, a mirror while Migrating back", func(t *testing.T) {
+		testWritesWhileMigrating(t, e)
+	})
+
 	t.Run("the configuration fails closed and carries its CA", func(t *testing.T) {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: authorityhook.ConfigurationName}, vwc); err != nil {
@@ -156,4 +161,60 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// testWritesWhileMigrating: while a MachineSet hands over from the Machine API, its Machine API
+// copy is still the side the sync copies from, so an administrator other than machina may scale
+// it (the webhook) and edit its spec (the machina-mapi-mirror-writes policy); migrating back
+// from the Cluster API, the same writes are refused, as on a Cluster API-owned copy.
+func testWritesWhileMigrating(t *testing.T, e *testenv.Env) {
+	ctx := context.Background()
+	cfg, err := e.Lab.UserConfig("migrating-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "moving", Namespace: mapiNS}}
+	ms.Spec.Selector.MatchLabels = map[string]string{"set": "moving"}
+	ms.Spec.Template.Labels = map[string]string{"set": "moving"}
+	ms.Spec.Template.Spec.ProviderSpec = mapiMachine("x", "").Spec.ProviderSpec
+	if err := admin.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	setStatus := func(synced machinev1beta1.SynchronizedAPI) {
+		t.Helper()
+		base := ms.DeepCopy()
+		ms.Status.AuthoritativeAPI, ms.Status.SynchronizedAPI = machinev1beta1.MachineAuthorityMigrating, synced
+		if err := e.ManagerClient().Status().Patch(ctx, ms, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale := func(n int32) error {
+		return admin.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(&autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: ms.Name, Namespace: ms.Namespace}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}))
+	}
+	edit := func(n int32) error {
+		cur := &machinev1beta1.MachineSet{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(ms), cur); err != nil {
+			return err
+		}
+		base := cur.DeepCopy()
+		cur.Spec.Replicas = ptr.To(n)
+		return admin.Patch(ctx, cur, client.MergeFrom(base))
+	}
+	setStatus(machinev1beta1.MachineAPISynchronized)
+	if err := scale(2); err != nil {
+		t.Errorf("scaling a MachineSet Migrating from the Machine API was refused: %v", err)
+	}
+	if err := edit(3); err != nil {
+		t.Errorf("editing the replicas of a MachineSet Migrating from the Machine API was refused: %v", err)
+	}
+	setStatus(machinev1beta1.ClusterAPISynchronized)
+	wantDenied(t, scale(4), "spec.replicas: Forbidden: MachineSet moving is a mirror: the Cluster API is authoritative (Migrating)")
+	if err := edit(5); err == nil || !strings.Contains(err.Error(), "spec: Forbidden: MachineSet moving is a mirror") {
+		t.Errorf("editing the replicas of a MachineSet Migrating back from the Cluster API: %v, want the mirror refusal", err)
+	}
 }

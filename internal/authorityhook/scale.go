@@ -29,7 +29,10 @@ const (
 // cannot tell a mirror from an authoritative copy; these checks read the MachineSet.
 
 // MachineAPIScale refuses scaling a Machine API MachineSet whose authority is the Cluster
-// API (or Migrating): its replicas are the sync's to set.
+// API, or that is Migrating back from it: its replicas are the sync's to set. Migrating from
+// the Machine API, it is still the side the sync copies from (status.synchronizedAPI), so a
+// scale reaches the Cluster API copy and the handover waits for it, as the
+// machina-mapi-mirror-writes policy lets a spec edit do.
 func (r *Rules) MachineAPIScale(ctx context.Context, req admission.Request) admission.Response {
 	if req.Namespace != r.Namespaces.MachineAPI {
 		return admission.Allowed("")
@@ -38,12 +41,18 @@ func (r *Rules) MachineAPIScale(ctx context.Context, req admission.Request) admi
 	if resp, ok := r.getScaled(ctx, req, ms); !ok {
 		return resp
 	}
-	switch ms.Status.AuthoritativeAPI {
-	case machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMigrating:
+	if mirror(ms.Status.AuthoritativeAPI, ms.Status.SynchronizedAPI) {
 		return admission.Denied(fmt.Sprintf("spec.replicas: Forbidden: MachineSet %s is a mirror: the Cluster API is authoritative (%s); "+
 			"scale the cluster.x-k8s.io copy instead, or set spec.authoritativeAPI to MachineAPI to move it back", ms.Name, ms.Status.AuthoritativeAPI))
 	}
 	return admission.Allowed("")
+}
+
+// mirror reports whether a Machine API copy with this authority is a mirror: the Cluster API
+// owns it, or it is Migrating with the Cluster API as the side last synchronised from.
+func mirror(authority machinev1beta1.MachineAuthority, synced machinev1beta1.SynchronizedAPI) bool {
+	return authority == machinev1beta1.MachineAuthorityClusterAPI ||
+		authority == machinev1beta1.MachineAuthorityMigrating && synced == machinev1beta1.ClusterAPISynchronized
 }
 
 // ClusterAPIScale refuses scaling the paused Cluster API mirror of an authoritative Machine

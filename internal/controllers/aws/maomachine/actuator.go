@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	maoctrl "github.com/openshift/machine-api-operator/pkg/controller/machine"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
@@ -69,11 +73,35 @@ func (a *Actuator) finish(ctx context.Context, m, before *machinev1beta1.Machine
 }
 
 // store writes metadata and spec, then status, each only when it changed and locked to the
-// version read, so a launch's provider ID never lands on a Machine changed meanwhile (the
-// actuator finds the instance again by its client token on the next pass). The spec write
+// version read. A write that loses to another writer is not given up (see rebase): the
+// changes are carried onto the Machine as stored now and written again. The spec write
 // answers with the stored status, so the status to write is kept aside and based on the
-// version that write produced.
+// version that write produced. m ends as stored.
 func (a *Actuator) store(ctx context.Context, m, before *machinev1beta1.Machine) error {
+	want := m.DeepCopy()
+	return retry.RetryOnConflict(storeBackoff, func() error {
+		err := a.storeOnce(ctx, m, before)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh := &machinev1beta1.Machine{}
+		if gerr := a.Client.Get(ctx, client.ObjectKeyFromObject(m), fresh); gerr != nil {
+			return gerr
+		}
+		next, rerr := rebase(fresh, before, want)
+		if rerr != nil {
+			return rerr
+		}
+		*before, *m = *fresh, *next
+		return err
+	})
+}
+
+// storeBackoff spaces the tries of a store that lost to other writers: the manager's cache,
+// which the next try reads, may lag the write that won by a moment.
+var storeBackoff = wait.Backoff{Steps: 8, Duration: 50 * time.Millisecond, Factor: 2, Cap: 2 * time.Second}
+
+func (a *Actuator) storeOnce(ctx context.Context, m, before *machinev1beta1.Machine) error {
 	status := m.Status.DeepCopy()
 	if err := patch.Store(ctx, a.Client, m, before); err != nil {
 		return err

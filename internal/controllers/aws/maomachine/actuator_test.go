@@ -94,3 +94,74 @@ func TestCreateStoresWhatTheActuatorRecorded(t *testing.T) {
 			got.Spec.ProviderID, got.Status.Addresses, got.Annotations)
 	}
 }
+
+// racedLauncher launches as launcher does while another writer changes the stored Machine:
+// a migration starts (status Migrating, a Synchronized condition of the sync's) and a user
+// labels it.
+type racedLauncher struct {
+	launcher
+	c client.Client
+}
+
+func (r racedLauncher) Create(ctx context.Context, m *machinev1beta1.Machine) error {
+	cur := &machinev1beta1.Machine{}
+	if err := r.c.Get(ctx, client.ObjectKeyFromObject(m), cur); err != nil {
+		return err
+	}
+	cur.Labels = map[string]string{"team": "a"}
+	if err := r.c.Update(ctx, cur); err != nil {
+		return err
+	}
+	cur.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating
+	cur.Status.Conditions = []machinev1beta1.Condition{{Type: "Synchronized", Status: corev1.ConditionTrue}}
+	if err := r.c.Status().Update(ctx, cur); err != nil {
+		return err
+	}
+	return r.launcher.Create(ctx, m)
+}
+
+// TestCreateStoresTheLaunchDespiteAnotherWriter: the Machine changed while the instance was
+// being launched; the launch's provider ID, address and annotation are still stored (next to
+// what the other writer stored), since machine-api-operator's controller may find the Machine
+// paused on its next pass and never ask the actuator again.
+func TestCreateStoresTheLaunchDespiteAnotherWriter(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := machinev1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(m).WithStatusSubresource(m).Build()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatal(err)
+	}
+	a := &Actuator{Machina: racedLauncher{c: c}, Client: c}
+	if _, ok := errors.AsType[*maoctrl.RequeueAfterError](a.Create(ctx, m)); !ok {
+		t.Fatal("the actuator's requeue was not translated")
+	}
+	got := &machinev1beta1.Machine{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(m), got); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(got.Spec.ProviderID, "") != "aws:///us-east-1a/i-0123" || len(got.Status.Addresses) != 1 ||
+		got.Annotations["machine.openshift.io/instance-state"] != "pending" {
+		t.Errorf("stored %+v %+v %v: want the provider ID, address and annotation the actuator set",
+			got.Spec.ProviderID, got.Status.Addresses, got.Annotations)
+	}
+	if got.Labels["team"] != "a" || got.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityMigrating || len(got.Status.Conditions) != 1 {
+		t.Errorf("the other writer's label, authority and condition were lost: %v %s %+v", got.Labels, got.Status.AuthoritativeAPI, got.Status.Conditions)
+	}
+}
+
+// TestRebaseKeepsAnotherInstance: a provider ID stored meanwhile that names another instance
+// is not overwritten.
+func TestRebaseKeepsAnotherInstance(t *testing.T) {
+	before := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
+	after := before.DeepCopy()
+	after.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-1")
+	fresh := before.DeepCopy()
+	fresh.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-2")
+	if _, err := rebase(fresh, before, after); err == nil {
+		t.Fatal("rebase overwrote another instance's provider ID")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -135,15 +136,29 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	}
 	if capi != nil {
 		if mapi.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && capi.DeletionTimestamp.IsZero() {
-			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
+			// In the foreground: the mirror stays until its Machines are gone. The upstream
+			// Cluster API core cannot delete a Machine whose MachineSet is missing (it looks the
+			// owner up first and stops there), so a Cluster API-authoritative Machine of the set
+			// would stay, instance and all, for ever.
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationForeground))); err != nil {
 				return err
 			}
 		}
-		if err := synccommon.Release(ctx, r.Client, capi); err != nil {
+		if err := synccommon.Release(ctx, r.Client, capi, pausedCoreFinalizer(capi)...); err != nil {
 			return err
 		}
 	}
 	return synccommon.Release(ctx, r.Client, mapi)
+}
+
+// pausedCoreFinalizer is the Cluster API MachineSet controller's finalizer when capi is
+// paused: the upstream core adds it to paused MachineSets too, and never acts on them, so a
+// paused mirror that is deleted would keep it for ever.
+func pausedCoreFinalizer(capi *clusterv1.MachineSet) []string {
+	if !gate.HasPausedAnnotation(capi) {
+		return nil
+	}
+	return []string{clusterv1.MachineSetFinalizer}
 }
 
 // ownedByDeployment reports a Cluster API MachineSet controlled by a MachineDeployment.
