@@ -20,6 +20,7 @@ import (
 	"github.com/machina-dev/machina/internal/flock"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 type upFlags struct {
@@ -33,6 +34,7 @@ type upFlags struct {
 	platform     string
 	ec2Listen    string
 	capa         bool
+	upstream     bool
 	// startCAPA starts CAPA; nil is (*lab.Lab).StartCAPA (tests replace it).
 	startCAPA startCAPAFunc
 	// changed reports whether a flag was given on the command line.
@@ -72,6 +74,12 @@ func newUpCommandWith(f *upFlags) *cobra.Command {
     machina's, talking to the EC2 front, for the Cluster API side of a migration; its log
     is logs/capa.log. Its first start builds it from source (about 10 minutes on 2 cores);
     --capa=false skips it.
+  - with --platform aws --upstream, the controllers OpenShift users run instead of
+    machina's own Machine API and Cluster API controllers: machine-api-operator's
+    MachineSet, MachineHealthCheck, NodeLink and Machine controllers (the last with
+    machina's EC2 actuator), MachineAPIMigration on, and the upstream Cluster API core,
+    beside CAPA; machina then runs only what cluster-capi-operator's migration does (sync,
+    migration, the authority webhook, metrics). Logs: logs/mao-*.log, logs/capi-core.log.
 
 The first run builds the control-plane binaries from source (about 5-6 minutes on 2 cores);
 they are cached by version and later starts take a few seconds.
@@ -81,6 +89,7 @@ objects; --fresh starts from an empty lab. A file named kubeconfig in the state 
 lets kubectl (or any client) reach the lab.`,
 		Example: `  machina up
   machina up --platform aws --state-dir ~/.cache/machina/up-aws
+  machina up --platform aws --upstream --state-dir ~/.cache/machina/up-upstream
   # in another terminal:
   export KUBECONFIG=~/.cache/machina/up/kubeconfig
   kubectl get machines.machine.openshift.io -A`,
@@ -98,6 +107,7 @@ lets kubectl (or any client) reach the lab.`,
 	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "lab", "name of the demo cluster (Infrastructure, Cluster, SimCluster); --platform sim only")
 	cmd.Flags().StringVar(&f.platform, "platform", "sim", "infrastructure platform of the demo cluster: "+strings.Join(upPlatformNames(), " or "))
 	cmd.Flags().BoolVar(&f.capa, "capa", true, capaFlagHelp)
+	cmd.Flags().BoolVar(&f.upstream, "upstream", false, upstreamFlagHelp)
 	cmd.Flags().StringVar(&f.ec2Listen, "ec2-listen", "127.0.0.1:0", "loopback address of the simulated cloud's EC2 front")
 	f.changed = cmd.Flags().Changed
 	return cmd
@@ -111,6 +121,9 @@ func runUp(ctx context.Context, f *upFlags, out, progress io.Writer) error {
 		return err
 	}
 	if _, err := f.capaFor(plat); err != nil {
+		return err
+	}
+	if err := f.checkUpstream(plat); err != nil {
 		return err
 	}
 	dir, err := filepath.Abs(f.stateDir)
@@ -185,7 +198,10 @@ type upLab struct {
 	lab   *lab.Lab
 	cloud *server.Server
 	// capa is the upstream CAPA controller, nil when it does not run.
-	capa        *lab.CAPA
+	capa *lab.CAPA
+	// upstream are machine-api-operator's controllers and the upstream Cluster API core
+	// (--upstream), nil when they do not run.
+	upstream    *upstream.Controllers
 	metricsAddr string
 	// next is what to try first, shown to the user.
 	next string
@@ -207,6 +223,9 @@ func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer)
 	}
 	withCAPA, err := f.capaFor(plat)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.checkUpstream(plat); err != nil {
 		return nil, err
 	}
 	groups, err := selectGroups(f.controllersFor(plat))
@@ -264,6 +283,11 @@ func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer)
 			return u, err
 		}
 	}
+	if f.upstream {
+		if u.upstream, err = startUpUpstream(ctx, l, front, progress); err != nil {
+			return u, err
+		}
+	}
 	return u, nil
 }
 
@@ -284,6 +308,11 @@ func (u *upLab) wait(ctx context.Context) error {
 			if err := u.lab.Failed(); err != nil {
 				return fmt.Errorf("the lab failed: %w", err)
 			}
+			if u.upstream != nil {
+				if err := u.upstream.Failed(); err != nil {
+					return fmt.Errorf("an upstream controller stopped: %w", err)
+				}
+			}
 		}
 	}
 }
@@ -291,6 +320,8 @@ func (u *upLab) wait(ctx context.Context) error {
 // stop ends the controllers (CAPA's with its webhook registrations, while kube-apiserver
 // still runs, then machina's), the cloud and the control plane, in that order.
 func (u *upLab) stop() {
+	u.upstream.Stop()
+	u.upstream = nil
 	u.capa.Stop()
 	u.capa = nil
 	u.cancel()

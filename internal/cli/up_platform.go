@@ -20,6 +20,7 @@ import (
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/scheme"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 // upPlatform is one value of `machina up --platform`: the cluster the lab seeds and which
@@ -73,10 +74,14 @@ func (f *upFlags) platformOf() (upPlatform, error) {
 	return upPlatform{}, &ExitError{Code: 2, Err: fmt.Errorf("--platform %q: unknown platform (known: %s)", f.platform, strings.Join(upPlatformNames(), ", "))}
 }
 
-// controllersFor is --controllers, or the platform's default when the flag was not given.
+// controllersFor is --controllers, or the default when the flag was not given: the
+// platform's, or upstream.Groups with --upstream.
 func (f *upFlags) controllersFor(p upPlatform) string {
 	if f.changed != nil && f.changed("controllers") {
 		return f.controllers
+	}
+	if f.upstream {
+		return upstream.Groups
 	}
 	return p.controllers
 }

@@ -101,6 +101,14 @@ func (l *Lab) StartCAPICore(ctx context.Context, moduleDir string, progress io.W
 	return c, nil
 }
 
+// Failed returns an error if the core manager has exited on its own.
+func (c *CAPICore) Failed() error {
+	if c == nil || c.proc == nil || !c.proc.exited() {
+		return nil
+	}
+	return c.proc.failure()
+}
+
 // Stop ends the core manager; safe to call more than once.
 func (c *CAPICore) Stop() {
 	if c == nil || c.proc == nil {

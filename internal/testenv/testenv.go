@@ -33,6 +33,7 @@ import (
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 // Env is a running test environment.
@@ -46,6 +47,10 @@ type Env struct {
 	// with ec2.LabAccessKeyID and ec2.LabSecretAccessKey in region Server.EC2().Region();
 	// classic and v2 ELB answer under EC2URL+ec2.PathELB and EC2URL+ec2.PathELBv2.
 	EC2URL string
+	// Upstream are the upstream controllers StartUpstream started (nil until then): the
+	// Machine API and Cluster API sides are then machine-api-operator's and the upstream
+	// Cluster API core's, not machina's.
+	Upstream *upstream.Controllers
 
 	groups []manager.Group
 	resync time.Duration

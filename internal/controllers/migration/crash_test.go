@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -200,33 +202,38 @@ func infraStep(to machinev1beta1.MachineAuthority, m *machinev1beta1.Machine, c 
 // their own (TestMigration, TestMachineHealthCheckMigration, TestMixedClusterHealthCheck,
 // TestPlatformsWithoutController), as many at a time as -test.parallel allows (the cores).
 func TestOwnLab(t *testing.T) {
-	eachPlatform(t, func(t *testing.T, pc platformCase) {
-		t.Parallel()
-		started := time.Now()
-		var e *testenv.Env
-		e, pc.cluster = pc.ownLab(t)
-		t.Logf("%s lab up in %s", pc.provider.Name, time.Since(started).Round(100*time.Millisecond))
-		for _, c := range []struct {
-			name string
-			f    func(*testing.T, *testenv.Env, platformCase)
-		}{
-			{"CrashAtEachStep", testCrashAtEachStep},
-			{"CrashAtEachStep_MachineSet", testCrashMachineSet},
-			{"MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI},
-			{"ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating},
-			{"LaunchInFlight_OneInstance", testLaunchInFlight},
-			{"DeleteWhileMigrating", testDeleteWhileMigrating},
-			{"LaunchInUnpausedWindow_NoLeak", testLaunchInUnpausedWindow},
-			{"InfraMachineDeletedMidHandover_Reported", testInfraDeletedMidHandover},
-			{"RollbackFromEveryStep", testRollbackFromEveryStep},
-		} {
-			t.Run(c.name, func(t *testing.T) {
-				start := time.Now()
-				c.f(t, e.For(t), pc)
-				t.Logf("%s: %s", c.name, time.Since(start).Round(100*time.Millisecond))
-			})
-		}
-	})
+	for _, pc := range append(platformCases(), upstreamCase()) {
+		t.Run(pc.label(), func(t *testing.T) { testOwnLab(t, pc) })
+	}
+}
+
+// testOwnLab runs TestOwnLab's scenarios in pc's own lab.
+func testOwnLab(t *testing.T, pc platformCase) {
+	t.Parallel()
+	started := time.Now()
+	var e *testenv.Env
+	e, pc.cluster = pc.ownLab(t)
+	t.Logf("%s lab up in %s", pc.label(), time.Since(started).Round(100*time.Millisecond))
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, *testenv.Env, platformCase)
+	}{
+		{"CrashAtEachStep", testCrashAtEachStep},
+		{"CrashAtEachStep_MachineSet", testCrashMachineSet},
+		{"MachineSetScaledInClusterAPI", testMachineSetScaledInClusterAPI},
+		{"ScaledWhileMigrating_HandoverCompletes", testScaledWhileMigrating},
+		{"LaunchInFlight_OneInstance", testLaunchInFlight},
+		{"DeleteWhileMigrating", testDeleteWhileMigrating},
+		{"LaunchInUnpausedWindow_NoLeak", testLaunchInUnpausedWindow},
+		{"InfraMachineDeletedMidHandover_Reported", testInfraDeletedMidHandover},
+		{"RollbackFromEveryStep", testRollbackFromEveryStep},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			c.f(t, e.For(t), pc)
+			t.Logf("%s: %s", c.name, time.Since(start).Round(100*time.Millisecond))
+		})
+	}
 }
 
 func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
@@ -262,19 +269,23 @@ func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
 	}
 	t.Logf("Machine %s runs on %s under the Machine API after %s", name, providerID, time.Since(started).Round(100*time.Millisecond))
 
-	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityClusterAPI, providerID, before)
+	crashThrough(t, e, pc, name, infraName, machinev1beta1.MachineAuthorityClusterAPI, providerID, before)
 	e.Eventually(3*time.Minute, "the Cluster API's provider runs the same instance", func(ctx context.Context) (bool, string, error) {
 		_, c, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		writer := pc.infraWriter == "" || statusWrittenBy(in.obj, pc.infraWriter)
+		// The Cluster API Machine controller has stored the end of its pause: a Paused=True
+		// left from before would pass for the acknowledgement of the next handover's pause.
+		resumed := meta.IsStatusConditionFalse(c.Status.Conditions, clusterv1.PausedCondition)
 		return in.providerID == providerID && c.Spec.ProviderID == providerID && c.Status.Phase == "Running" && !in.paused &&
-				in.providerFinalizer && in.provisioned && in.instanceState == string(api.StateRunning) && writer,
-			fmt.Sprintf("capi phase %q providerID %q; %s; status written by %q: %v", c.Status.Phase, c.Spec.ProviderID, in, pc.infraWriter, writer), nil
+				in.providerFinalizer && in.provisioned && in.instanceState == string(api.StateRunning) && writer && resumed,
+			fmt.Sprintf("capi phase %q providerID %q Paused=False %v; %s; status written by %q: %v", c.Status.Phase, c.Spec.ProviderID, resumed,
+				in, pc.infraWriter, writer), nil
 	})
 	t.Logf("handed to the Cluster API after %s", time.Since(started).Round(100*time.Millisecond))
-	crashThrough(t, e, pc.provider, name, infraName, machinev1beta1.MachineAuthorityMachineAPI, providerID, before)
+	crashThrough(t, e, pc, name, infraName, machinev1beta1.MachineAuthorityMachineAPI, providerID, before)
 	e.Eventually(3*time.Minute, "Running under the Machine API again, the provider paused", func(ctx context.Context) (bool, string, error) {
 		m, _, in, err := getAll(ctx, e, pc.provider, name)
 		if err != nil {
@@ -299,15 +310,27 @@ func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
 }
 
 // crashThrough requests the move to `to` and crashes the manager at every step of it.
-func crashThrough(t *testing.T, e *testenv.Env, p provider.Provider, name, infraName string, to machinev1beta1.MachineAuthority,
+func crashThrough(t *testing.T, e *testenv.Env, pc platformCase, name, infraName string, to machinev1beta1.MachineAuthority,
 	providerID string, before *api.Stats) {
 	t.Helper()
+	p := pc.provider
+	var dropped *finalizerWatch
+	if e.Upstream != nil && to == machinev1beta1.MachineAuthorityMachineAPI {
+		dropped = watchFinalizerDropped(t, e, name)
+	}
 	state := func(ctx context.Context) (int, string, []string, error) {
 		m, c, in, err := getAll(ctx, e, p, name)
 		if err != nil {
 			return 0, "", nil, err
 		}
-		return infraStep(to, m, c, in), describeMachine(m, c) + "; " + in.String(), machineProblems(ctx, e, m, c, in, providerID, before), nil
+		step := c
+		if dropped.seen() {
+			// The upstream core put its finalizer back on the paused copy after the
+			// migration took it off: the step is judged by what the migration did.
+			step = c.DeepCopy()
+			controllerutil.RemoveFinalizer(step, clusterv1.MachineFinalizer)
+		}
+		return infraStep(to, m, step, in), describeMachine(m, c) + "; " + in.String(), machineProblems(ctx, e, m, c, in, providerID, before), nil
 	}
 	crashLoop(t, e, "Machine "+name+" to "+string(to), infraCrashSteps(e, p, name, infraName, to), func() { request(t, e, name, to) }, state)
 	m, c, err := getBoth(context.Background(), e, name)
@@ -317,9 +340,9 @@ func crashThrough(t *testing.T, e *testenv.Env, p provider.Provider, name, infra
 	if mc := mapicond.Get(m.Status.Conditions, migration.MigrationCondition); mc == nil || mc.Reason != migration.CompletedReason {
 		t.Errorf("to %s: AuthorityMigration %s", to, cond(m, migration.MigrationCondition))
 	}
-	mapiF, capiF := controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer), controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer)
-	if to == machinev1beta1.MachineAuthorityClusterAPI && (mapiF || !capiF || gate.HasPausedAnnotation(c)) ||
-		to == machinev1beta1.MachineAuthorityMachineAPI && (!mapiF || capiF || !gate.HasPausedAnnotation(c)) {
+	capiActive := to == machinev1beta1.MachineAuthorityClusterAPI
+	if controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) == capiActive || !capiFinalizerAsActive(e, c, capiActive) ||
+		gate.HasPausedAnnotation(c) == capiActive {
 		t.Errorf("after the handover to %s: %s", to, describeMachine(m, c))
 	}
 }
@@ -486,4 +509,36 @@ func condStatus(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType
 		return string(c.Status)
 	}
 	return ""
+}
+
+// finalizerWatch records whether a version of a Cluster API Machine without the Cluster API
+// Machine controller's finalizer was seen: beside the upstream core, which puts the finalizer
+// back on paused Machines at once, that version is the only trace of the migration's taking
+// it off on the way back to the Machine API.
+type finalizerWatch struct{ dropped atomic.Bool }
+
+func (w *finalizerWatch) seen() bool { return w != nil && w.dropped.Load() }
+
+func watchFinalizerDropped(t *testing.T, e *testenv.Env, name string) *finalizerWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(e.Lab.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &clusterv1.MachineList{}, client.InNamespace(capiNS), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := &finalizerWatch{}
+	done := make(chan struct{})
+	t.Cleanup(func() { w.Stop(); <-done })
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(*clusterv1.Machine); ok && !controllerutil.ContainsFinalizer(m, clusterv1.MachineFinalizer) {
+				fw.dropped.Store(true)
+			}
+		}
+	}()
+	return fw
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 // simLab is a lab of the simulated platform alone: machina's Machine API controllers with the
@@ -50,6 +51,33 @@ func awsCAPALab(t *testing.T) (*testenv.Env, string) {
 	}
 	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
 	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
+		t.Fatal(err)
+	}
+	return e, cl.Name
+}
+
+// upstreamLab is a lab of the AWS platform under the controllers OpenShift users run, in
+// place of machina's own: machine-api-operator's MachineSet, MachineHealthCheck, NodeLink and
+// Machine controllers (the last with machina's EC2 actuator), the upstream Cluster API core
+// and CAPA, all against the simulated cloud's EC2 front, with machina's manager running only
+// upstream.Groups (sync, migration, admission, opsmetrics). The cluster is awsCAPALab's, its
+// control plane marked initialized as cluster-capi-operator marks it. A crash
+// (StopManager) stops machina's manager only: every upstream controller keeps running.
+func upstreamLab(t *testing.T) (*testenv.Env, string) {
+	e := testenv.Start(t, testenv.Options{Groups: upstream.Groups, EC2: true})
+	ctx := context.Background()
+	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
+	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
+		t.Fatal(err)
+	}
+	e.StartCAPA(capiNamespace)
+	e.StartUpstream()
+	if err := upstream.InitializeCluster(ctx, e.Client, client.ObjectKey{Namespace: capiNamespace, Name: cl.Name}); err != nil {
 		t.Fatal(err)
 	}
 	return e, cl.Name

@@ -1,6 +1,7 @@
 package migration_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -37,7 +38,10 @@ import (
 // one runs the upstream CAPA controller and no stand-in.
 type platformCase struct {
 	provider provider.Provider
-	prefix   string
+	// lab names the case's own lab when it is not the platform's (subtest names; "" is the
+	// provider's name).
+	lab    string
+	prefix string
 	// cluster is the cluster's name (the Infrastructure's infrastructureName, the Cluster API
 	// Cluster's name), which the Machine API objects' cluster label carries.
 	cluster string
@@ -87,6 +91,21 @@ func platformCases() []platformCase {
 
 func (pc platformCase) name(n string) string { return pc.prefix + n }
 
+// label is the case's subtest name: its lab's, or its platform's.
+func (pc platformCase) label() string { return cmp.Or(pc.lab, pc.provider.Name) }
+
+// upstreamCase is the aws platform in a lab of the controllers OpenShift users run
+// (upstreamLab) instead of machina's own.
+func upstreamCase() platformCase {
+	for _, pc := range platformCases() {
+		if pc.provider.Name == provider.AWS().Name {
+			pc.lab, pc.ownLab = "upstream", upstreamLab
+			return pc
+		}
+	}
+	panic("no aws platform case")
+}
+
 // machine is a Machine API Machine of the platform in the cluster's zone i.
 func (pc platformCase) machine(name string, zone int) *machinev1beta1.Machine {
 	m := machine(name, "", "")
@@ -97,6 +116,16 @@ func (pc platformCase) machine(name string, zone int) *machinev1beta1.Machine {
 
 // clusterLabel names the cluster on Machine API objects.
 const clusterLabel = "machine.openshift.io/cluster-api-cluster"
+
+// capiFinalizerAsActive reports whether the Cluster API Machine's controller finalizer agrees
+// with active: an active copy has it; a paused one has not, except beside the upstream
+// Cluster API core (e.Upstream), which adds it before it looks at the pause, so a Machine
+// handed back to the Machine API soon carries it again (the sync takes it off when it
+// deletes the mirror).
+func capiFinalizerAsActive(e *testenv.Env, c *clusterv1.Machine, active bool) bool {
+	has := controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer)
+	return has == active || !active && e.Upstream != nil
+}
 
 // eachPlatform runs f as one subtest per platform.
 func eachPlatform(t *testing.T, f func(t *testing.T, pc platformCase)) {
@@ -382,7 +411,7 @@ func machineHeld(ctx context.Context, e *testenv.Env, pc platformCase, m *machin
 	running := ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning
 	ok := m.Status.AuthoritativeAPI == want && m.Spec.ProviderID != nil && running &&
 		hasPaused(c) != capiSide && hasPaused(infra) != capiSide && infraFinalizer == capiSide &&
-		controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) == capiSide &&
+		capiFinalizerAsActive(e, c, capiSide) &&
 		controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) != capiSide
 	return ok, state, nil
 }

@@ -103,7 +103,7 @@ func waitRunningUnder(t *testing.T, e *testenv.Env, name string, authority machi
 		ok := m.Status.AuthoritativeAPI == authority && m.Spec.AuthoritativeAPI == authority &&
 			m.Status.Phase != nil && *m.Status.Phase == "Running" && m.Spec.ProviderID != nil && *m.Spec.ProviderID == providerID &&
 			gate.HasPausedAnnotation(c) != capiActive && capiPausedAck != capiActive && mapiPausedAck == capiActive &&
-			controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) == capiActive &&
+			capiFinalizerAsActive(e, c, capiActive) &&
 			controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) != capiActive &&
 			mapicond.IsTrue(m.Status.Conditions, "Synchronized")
 		return ok, describeMachine(m, c), nil

@@ -20,10 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/cloud/ec2"
@@ -32,7 +29,6 @@ import (
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
-	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -147,20 +143,11 @@ func startController(t *testing.T, env *testenv.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme, err := provider.Builtin().Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme,
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{lab.MAONamespace: {}}},
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := maomachine.Add(mgr, awsactuator.Config{
+	mgr, err := maomachine.NewManager(cfg, lab.MAONamespace, awsactuator.Config{
 		EC2Endpoint: env.EC2URL, ELBEndpoint: env.EC2URL + ec2.PathELB, ELBv2Endpoint: env.EC2URL + ec2.PathELBv2,
 		Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, ""),
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)

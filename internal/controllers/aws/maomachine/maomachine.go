@@ -16,10 +16,14 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	apifeatures "github.com/openshift/api/features"
 	maoctrl "github.com/openshift/machine-api-operator/pkg/controller/machine"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // FeatureGates is the gate setting, as the --feature-gates value of machine-api-operator's
@@ -74,4 +78,26 @@ func Add(mgr ctrl.Manager, cfg awsactuator.Config) error {
 	}
 	act := &Actuator{Machina: &awsactuator.Actuator{Client: mgr.GetClient(), Config: cfg}, Client: mgr.GetClient()}
 	return maoctrl.AddWithActuator(mgr, act, gate)
+}
+
+// NewManager returns a manager of its own for machine-api-operator's Machine controller (Add),
+// as machine-api-provider-aws's machine-controller container runs it: with cfg's identity
+// (machine-api-operator's ServiceAccount in a cluster, lab.MAOConfig in the lab), its cache
+// limited to namespace (the Machine API namespace), no metrics or health endpoint, no leader
+// election. Start it with Start.
+func NewManager(cfg *rest.Config, namespace string, aws awsactuator.Config) (ctrl.Manager, error) {
+	s, err := provider.Builtin().Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s,
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("machine-api-operator's Machine controller: %w", err)
+	}
+	if err := Add(mgr, aws); err != nil {
+		return nil, fmt.Errorf("machine-api-operator's Machine controller: %w", err)
+	}
+	return mgr, nil
 }
