@@ -31,17 +31,20 @@ type Source struct {
 
 // Sources lists every upstream CRD machina installs.
 //
-// For machines and machinesets the TechPreviewNoUpgrade variant is the one that carries
+// Where openshift/api ships a CRD per feature set, the Default variant is taken, except for
+// machines and machinesets, where the TechPreviewNoUpgrade variant is the one that carries
 // spec/status.authoritativeAPI and status.synchronizedGeneration, which the migration needs.
 var Sources = []Source{
 	mapi("0000_10_machine-api_01_machines-TechPreviewNoUpgrade.crd.yaml", "machines.yaml"),
 	mapi("0000_10_machine-api_01_machinesets-TechPreviewNoUpgrade.crd.yaml", "machinesets.yaml"),
 	mapi("0000_10_machine-api_01_machinehealthchecks.crd.yaml", "machinehealthchecks.yaml"),
-	{
-		Module: openshiftAPI,
-		Path:   "config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
-		Dest:   "config.openshift.io/infrastructures.yaml",
-	},
+	ocpConfig("0000_10_config-operator_01_infrastructures-Default.crd.yaml", "infrastructures.yaml"),
+	// What the sync and migration read and write of an OpenShift cluster's config API
+	// (internal/ocpconfig): the FeatureGate, the ClusterVersion whose version picks the
+	// FeatureGate's entry, and the ClusterOperator they report on.
+	ocpConfig("0000_10_config-operator_01_featuregates.crd.yaml", "featuregates.yaml"),
+	ocpConfig("0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml", "clusterversions.yaml"),
+	ocpConfig("0000_00_cluster-version-operator_01_clusteroperators.crd.yaml", "clusteroperators.yaml"),
 	capi("clusters"), capi("clusterclasses"), capi("machines"), capi("machinesets"),
 	capi("machinedeployments"), capi("machinepools"), capi("machinehealthchecks"), capi("machinedrainrules"),
 	capa("awsclusters"), capa("awsmachines"), capa("awsmachinetemplates"),
@@ -56,6 +59,12 @@ const (
 func mapi(file, dest string) Source {
 	return Source{Module: openshiftAPI, Path: "machine/v1beta1/zz_generated.crd-manifests/" + file,
 		Dest: "machine.openshift.io/" + dest}
+}
+
+// ocpConfig is a config.openshift.io CRD of openshift/api.
+func ocpConfig(file, dest string) Source {
+	return Source{Module: openshiftAPI, Path: "config/v1/zz_generated.crd-manifests/" + file,
+		Dest: "config.openshift.io/" + dest}
 }
 
 func capi(plural string) Source {
