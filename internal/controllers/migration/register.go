@@ -8,6 +8,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
+	"github.com/machina-dev/machina/internal/ocpconfig"
 )
 
 // GroupName is the --controllers name of this group.
@@ -23,9 +24,15 @@ func Group() manager.Group {
 }
 
 // Setup adds the migration controllers to mgr, or refuses to when the installed Machine API
-// CRDs lack the authority fields the controllers write (synccommon.CheckMachineAPICRDs).
+// CRDs lack the authority fields the controllers write (synccommon.CheckMachineAPICRDs). On
+// an OpenShift cluster they run only while its FeatureGate enables MachineAPIMigration, and
+// the group reports on the machine-api ClusterOperator (internal/ocpconfig).
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	if err := synccommon.CheckMachineAPICRDs(context.Background(), mgr.GetAPIReader()); err != nil {
+	reader := mgr.GetAPIReader()
+	mgr, err := ocpconfig.Setup(mgr, env, ocpconfig.Migration, func(ctx context.Context) error {
+		return synccommon.CheckMachineAPICRDs(ctx, reader)
+	})
+	if err != nil {
 		return err
 	}
 	mapiNS, capiNS := env.Namespaces()
