@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,10 +96,15 @@ func (r *Reporter) Start(ctx context.Context) error {
 }
 
 // Report writes the condition once (or nothing, when the ClusterOperator is absent or the
-// condition unchanged).
+// condition unchanged). A conflict with another writer (machine-api-operator, the other
+// group's Reporter) is answered at once with a fresh read.
 func (r *Reporter) Report(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return r.report(ctx) })
+}
+
+func (r *Reporter) report(ctx context.Context) error {
 	co := &configv1.ClusterOperator{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ClusterOperatorName}, co); absent(err) {
 		if !r.missing {

@@ -133,9 +133,6 @@ func (g *Gate) look(ctx context.Context) error {
 	g.state = s
 	opened, stopped := g.opened, g.stopped
 	g.mu.Unlock()
-	if s.Why != before.Why {
-		g.log.Info("feature gate: " + s.Why)
-	}
 	switch {
 	case s.Operate() && !opened:
 		if err := g.runCheck(rctx); err != nil {
@@ -158,6 +155,8 @@ func (g *Gate) look(ctx context.Context) error {
 		for _, c := range cancels {
 			c()
 		}
+	case s.Why != before.Why:
+		g.log.Info("feature gate: " + s.Why)
 	}
 	return nil
 }
