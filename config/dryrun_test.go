@@ -20,7 +20,7 @@ func testDryRun(e *testenv.Env) {
 			client.DryRunAll, client.ForceOwnership, client.FieldOwner("machina-install-test"))
 	}
 	seen := map[string]bool{}
-	for _, dir := range []string{"crd/upstream", "default", "bridge"} {
+	for _, dir := range []string{"crd/upstream", "default", "bridge", "openshift"} {
 		objs := renderDir(t, dir)
 		for _, o := range objs {
 			if err := apply(o); err != nil {
