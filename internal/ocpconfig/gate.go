@@ -195,7 +195,7 @@ func (r *gatedRunnable) Start(ctx context.Context) error {
 		return nil
 	case <-r.gate.open:
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	held, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g := r.gate
 	g.mu.Lock()
@@ -206,5 +206,12 @@ func (r *gatedRunnable) Start(ctx context.Context) error {
 	}
 	g.cancels = append(g.cancels, cancel)
 	g.mu.Unlock()
-	return r.Runnable.Start(ctx)
+	err := r.Runnable.Start(held)
+	if err != nil && held.Err() != nil && ctx.Err() == nil {
+		// Stopped by the gate before it was done starting (a controller still waiting for
+		// its caches says so with an error): that is the stop asked for, not a failure.
+		g.log.V(1).Info("stopped while starting", "error", err.Error())
+		return nil
+	}
+	return err
 }
