@@ -9,9 +9,11 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -45,6 +47,32 @@ const (
 	// generation of the authoritative copy the sync controller last made the mirror equal to.
 	MHCSynchronizedGenerationAnnotation = "machina.dev/synchronized-generation"
 )
+
+// SetMHCPaused makes a Machine API MachineHealthCheck carry the cluster.x-k8s.io/paused
+// annotation while its authority (the MHCStatusAuthoritativeAPIAnnotation value) is not
+// MachineAPI, and drop it when it is: machine-api-operator's MachineHealthCheck controller
+// knows nothing of machina's authority annotations and honours only that one, so it would
+// otherwise go on remediating beside the Cluster API's check. It reports whether the
+// annotations changed.
+func SetMHCPaused(o client.Object, authority machinev1beta1.MachineAuthority) bool {
+	a := o.GetAnnotations()
+	_, has := a[clusterv1.PausedAnnotation]
+	want := authority != machinev1beta1.MachineAuthorityMachineAPI
+	if has == want {
+		return false
+	}
+	a = maps.Clone(a)
+	if a == nil {
+		a = map[string]string{}
+	}
+	if want {
+		a[clusterv1.PausedAnnotation] = ""
+	} else {
+		delete(a, clusterv1.PausedAnnotation)
+	}
+	o.SetAnnotations(a)
+	return true
+}
 
 // Decision is the gate's answer.
 type Decision struct {

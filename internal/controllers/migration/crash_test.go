@@ -234,6 +234,10 @@ func testOwnLab(t *testing.T, pc platformCase) {
 			t.Logf("%s: %s", c.name, time.Since(start).Round(100*time.Millisecond))
 		})
 	}
+	if e.Upstream != nil {
+		// The other labs' checks are machina's, tested in TestMachineHealthCheckMigration.
+		t.Run("MachineHealthCheckHandover", func(t *testing.T) { testMHCHandoverOn(t, e.For(t), pc) })
+	}
 }
 
 func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {

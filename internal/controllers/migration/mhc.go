@@ -121,6 +121,7 @@ func (s *mhcSubject) setAuthority(ctx context.Context, c client.Client, current,
 		want[gate.MHCSynchronizedGenerationAnnotation] = strconv.FormatInt(generation, 10)
 	}
 	s.mapi.Annotations = synccommon.MergeMap(s.mapi.Annotations, want)
+	gate.SetMHCPaused(s.mapi, current)
 	if equality.Semantic.DeepEqual(base.Annotations, s.mapi.Annotations) {
 		return nil
 	}
@@ -136,8 +137,16 @@ func (s *mhcSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool
 
 // paused: the Machine API MachineHealthCheck controller reports Paused=True through the
 // authority gate once it sees the current-authority annotation leave MachineAPI; the Cluster
-// API one reports it for the paused annotation at the copy's generation.
+// API one reports it for the paused annotation at the copy's generation. A Machine API check
+// with no Paused condition at all is run by a controller that reports none:
+// machine-api-operator's, which looks at the cluster.x-k8s.io/paused annotation (written with
+// the authority, gate.SetMHCPaused) at the start of every pass and does nothing past it, so
+// the stored annotation is all the acknowledgement there is.
 func (s *mhcSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
+	if side == machinev1beta1.MachineAuthorityMachineAPI && mapicond.Get(s.mapi.Status.Conditions, gate.PausedCondition) == nil &&
+		gate.HasPausedAnnotation(s.mapi) {
+		return true, ""
+	}
 	if side == machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {
 		return sidePaused(side, s.mapi.Status.Conditions, nil, 0)
 	}

@@ -3,6 +3,7 @@ package migration_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,6 +137,11 @@ func waitCheckSettled(t *testing.T, e *testenv.Env, name string, with machinev1b
 		capiPaused := pc != nil && pc.Status == metav1.ConditionTrue && pc.ObservedGeneration == c.Generation
 		capiActive := pc != nil && pc.Status == metav1.ConditionFalse && pc.ObservedGeneration == c.Generation
 		mapiPaused := condStatus(m.Status.Conditions, gate.PausedCondition)
+		if mapicond.Get(m.Status.Conditions, gate.PausedCondition) == nil && e.Upstream != nil {
+			// machine-api-operator's check reports no Paused condition: it honours the
+			// paused annotation.
+			mapiPaused = map[bool]string{true: "True", false: "False"}[gate.HasPausedAnnotation(m)]
+		}
 		ok := m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == string(with) &&
 			mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
 			m.Annotations[gate.MHCSynchronizedGenerationAnnotation] == strconv.FormatInt(gen, 10)
@@ -158,9 +164,21 @@ func waitCheckSettled(t *testing.T, e *testenv.Env, name string, with machinev1b
 // Machine API one deletes the Machine for the Machine API MachineSet to replace), and the
 // other check stays quiet.
 func testMHCHandover(t *testing.T, e *testenv.Env) {
+	mhcHandover(t, e, machineSet("healed", 1))
+}
+
+// testMHCHandoverOn is testMHCHandover for a platform's own lab: beside the upstream
+// controllers (TestOwnLab/upstream) the checks are machine-api-operator's and the upstream
+// core's.
+func testMHCHandoverOn(t *testing.T, e *testenv.Env, pc platformCase) {
+	mhcHandover(t, e, platformSet(pc, pc.name("healed"), 1, pc.small))
+}
+
+// mhcHandover moves the pool of MachineSet ms (created here) and a check over it.
+func mhcHandover(t *testing.T, e *testenv.Env, ms *machinev1beta1.MachineSet) {
 	ctx := context.Background()
-	const set = "healed"
-	if err := e.Client.Create(ctx, machineSet(set, 1)); err != nil {
+	set := ms.Name
+	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
 	waitSet(t, e, set, 1)
@@ -281,16 +299,13 @@ func breakAndWaitRemediatedBy(t *testing.T, e *testenv.Env, set, check string, b
 		return len(live) == 1 && live[0].Spec.ProviderID != "", fmt.Sprintf("%d live of %d", len(live), len(list.Items)), nil
 	})
 	victim := live[0].Name
-	pid, err := api.ParseProviderID(live[0].Spec.ProviderID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := e.Cloud.CreateFault(ctx, api.Fault{Kind: api.FaultNodeNotReady, InstanceIDs: []string{pid.InstanceID}})
+	instance := path.Base(live[0].Spec.ProviderID) // the instance ID ends every platform's providerID
+	f, err := e.Cloud.CreateFault(ctx, api.Fault{Kind: api.FaultNodeNotReady, InstanceIDs: []string{instance}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _, _ = e.Cloud.DeleteFaults(ctx, f.FaultID) }()
-	e.Logf("%s: Node of %s (%s) made NotReady", time.Now().Format(time.TimeOnly), victim, pid.InstanceID)
+	e.Logf("%s: Node of %s (%s) made NotReady", time.Now().Format(time.TimeOnly), victim, instance)
 	e.Eventually(3*time.Minute, "unhealthy Machine "+victim+" replaced", func(ctx context.Context) (bool, string, error) {
 		m, c, r, desc := machinesOf(ctx, e, set)
 		if m == 1 && c == 1 && r == 1 && !strings.Contains(desc, " "+victim+" ") {
@@ -316,17 +331,26 @@ func breakAndWaitRemediatedBy(t *testing.T, e *testenv.Env, set, check string, b
 	}
 }
 
-// checkEvents counts the events with reason about the MachineHealthCheck that name the Machine.
+// checkEvents counts the events with reason that a check recorded about the Machine: machina's
+// checks record them on the MachineHealthCheck naming the Machine, machine-api-operator's and
+// the upstream core's on the Machine itself.
 func checkEvents(t *testing.T, e *testenv.Env, ns, check, reason, machineName string) int {
 	t.Helper()
-	var events corev1.EventList
-	if err := e.Client.List(context.Background(), &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": check}); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, ev := range events.Items {
-		if ev.InvolvedObject.Kind == "MachineHealthCheck" && ev.Reason == reason && (strings.Contains(ev.Message, "Machine "+machineName+" ") || strings.Contains(ev.Message, "Machine "+machineName+":")) {
-			n++
+	for _, about := range []string{check, machineName} {
+		var events corev1.EventList
+		if err := e.Client.List(context.Background(), &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": about}); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events.Items {
+			if ev.Reason != reason {
+				continue
+			}
+			onCheck := ev.InvolvedObject.Kind == "MachineHealthCheck" && about == check &&
+				(strings.Contains(ev.Message, "Machine "+machineName+" ") || strings.Contains(ev.Message, "Machine "+machineName+":"))
+			if onCheck || ev.InvolvedObject.Kind == "Machine" && about == machineName {
+				n++
+			}
 		}
 	}
 	return n

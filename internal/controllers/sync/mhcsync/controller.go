@@ -84,6 +84,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if Authority(mapi) == "" || !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
 		return ctrl.Result{}, r.initialise(ctx, mapi, capi)
 	}
+	if Authority(mapi) != machinev1beta1.MachineAuthorityMachineAPI && !gate.HasPausedAnnotation(mapi) {
+		// A check the Cluster API owns (from before the annotation was written with the
+		// authority) is paused for machine-api-operator's controller too. Only the migration
+		// unpauses it, when it hands the check back: a user may pause a Machine API-owned
+		// check themselves.
+		base := mapi.DeepCopy()
+		gate.SetMHCPaused(mapi, Authority(mapi))
+		return ctrl.Result{}, patch.Store(ctx, r.Client, mapi, base)
+	}
 	cc, err := synccommon.ClusterContext(ctx, r.Client, r.Namespaces)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err)
@@ -112,6 +121,9 @@ func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.Machin
 			want = machinev1beta1.MachineAuthorityClusterAPI
 		}
 		mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCStatusAuthoritativeAPIAnnotation: string(want)})
+		if want != machinev1beta1.MachineAuthorityMachineAPI {
+			gate.SetMHCPaused(mapi, want)
+		}
 	}
 	controllerutil.AddFinalizer(mapi, synccommon.SyncFinalizer)
 	return patch.Store(ctx, r.Client, mapi, base)
