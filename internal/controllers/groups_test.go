@@ -4,13 +4,11 @@ import (
 	"testing"
 
 	"github.com/machina-dev/machina/internal/controllers"
-	"github.com/machina-dev/machina/internal/controllers/sync"
 	"github.com/machina-dev/machina/internal/opsmetrics"
 )
 
 // The list is well formed: unique names that --controllers can select, each with a
-// description for --help and a Setup; only the sync decides authority; only the operator
-// metrics always run.
+// description for --help and a Setup; only the operator metrics always run.
 func TestGroups(t *testing.T) {
 	seen := map[string]bool{}
 	for _, g := range controllers.Groups() {
@@ -21,8 +19,8 @@ func TestGroups(t *testing.T) {
 			t.Errorf("group %q listed twice", g.Name)
 		}
 		seen[g.Name] = true
-		if g.DecidesAuthority != (g.Name == sync.GroupName) || g.Always != (g.Name == opsmetrics.GroupName) {
-			t.Errorf("group %q: DecidesAuthority %v, Always %v", g.Name, g.DecidesAuthority, g.Always)
+		if g.Always != (g.Name == opsmetrics.GroupName) {
+			t.Errorf("group %q: Always %v", g.Name, g.Always)
 		}
 	}
 	for _, name := range []string{"machineapi", "clusterapi", "sim", "aws", "autoscaling", "sync", "migration", "admission", "opsmetrics"} {

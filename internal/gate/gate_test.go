@@ -29,9 +29,10 @@ func TestMachineAPIGate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &machinev1beta1.Machine{}
+			// In the namespace the sync mirrors too: the gate decides there like anywhere else.
+			m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-api"}}
 			m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI = tc.spec, tc.status
-			d, changed, err := gate.MachineAPI(m, "")
+			d, changed, err := gate.MachineAPI(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,13 +47,27 @@ func TestMachineAPIGate(t *testing.T) {
 			if c == nil || c.Status != wantStatus || c.Message == "" {
 				t.Fatalf("Paused condition %+v, want %s with a message", c, wantStatus)
 			}
-			if _, changed, _ := gate.MachineAPI(m, ""); changed {
+			if _, changed, _ := gate.MachineAPI(m); changed {
 				t.Fatal("a second pass changed the status again")
 			}
 		})
 	}
-	if _, _, err := gate.MachineAPI(&corev1.Node{}, ""); err == nil {
+	if _, _, err := gate.MachineAPI(&corev1.Node{}); err == nil {
 		t.Fatal("a non-Machine-API object must be an error")
+	}
+}
+
+// The initial authority follows the spec alone, MachineAPI when the spec names none: the rule
+// machine-api-operator's controllers apply, and the one the gate and the sync share.
+func TestInitialAuthority(t *testing.T) {
+	for spec, want := range map[machinev1beta1.MachineAuthority]machinev1beta1.MachineAuthority{
+		"": machinev1beta1.MachineAuthorityMachineAPI,
+		machinev1beta1.MachineAuthorityMachineAPI: machinev1beta1.MachineAuthorityMachineAPI,
+		machinev1beta1.MachineAuthorityClusterAPI: machinev1beta1.MachineAuthorityClusterAPI,
+	} {
+		if got := gate.InitialAuthority(spec); got != want {
+			t.Errorf("InitialAuthority(%q) = %q, want %q", spec, got, want)
+		}
 	}
 }
 

@@ -30,10 +30,6 @@ const (
 	AuthoritativeAPINotMachineAPIReason = "AuthoritativeAPINotMachineAPI"
 )
 
-// AuthoritativeAPIUndecidedReason means status.authoritativeAPI is empty and the sync controller
-// has not decided it yet.
-const AuthoritativeAPIUndecidedReason = "AuthoritativeAPIUndecided"
-
 // The openshift/api MachineHealthCheck has no authoritativeAPI fields, so machina carries its
 // authority in annotations: the request (like spec.authoritativeAPI) and the current
 // authority (like status.authoritativeAPI, written by the sync and migration controllers).
@@ -91,37 +87,33 @@ type Decision struct {
 	Resumed bool
 }
 
+// InitialAuthority is the status.authoritativeAPI a Machine API Machine or MachineSet starts
+// with, decided from its spec alone as machine-api-operator's controllers decide it: the
+// authority the spec asks for, or MachineAPI when the spec asks for none. Every controller
+// that initialises an empty status (the gate, the sync) uses this one rule, so whichever
+// comes first, the answer is the same.
+func InitialAuthority(spec machinev1beta1.MachineAuthority) machinev1beta1.MachineAuthority {
+	if spec == "" {
+		return machinev1beta1.MachineAuthorityMachineAPI
+	}
+	return spec
+}
+
 // MachineAPI applies the authority gate to a Machine API Machine or MachineSet, changing
-// only its status: an empty status.authoritativeAPI is initialised from
-// spec.authoritativeAPI (MachineAPI when that is empty too), and the Paused condition is set.
-// It reports whether the status changed, so the caller patches status only when needed.
-//
-// syncNamespace is the Machine API namespace the sync controllers watch when they run in
-// this process (empty otherwise): they decide an empty status.authoritativeAPI of a Machine
-// or MachineSet there (ClusterAPI when a Cluster API copy exists), so the gate must not
-// decide first; until they do, the object is paused. Objects in other namespaces are not
-// mirrored; the gate decides for them.
+// only its status: an empty status.authoritativeAPI is initialised (InitialAuthority), in
+// every namespace and whether or not the sync runs, and the Paused condition is set. It
+// reports whether the status changed, so the caller patches status only when needed.
 //
 // Objects without an authoritativeAPI field (MachineHealthCheck in openshift/api) are always
 // reconciled by the Machine API; their Paused condition is set False.
-func MachineAPI(obj client.Object, syncNamespace string) (Decision, bool, error) {
+func MachineAPI(obj client.Object) (Decision, bool, error) {
 	spec, status, conds, err := authorityFields(obj)
 	if err != nil {
 		return Decision{}, false, err
 	}
 	changed := false
-	if status != nil && *status == "" && syncNamespace != "" && obj.GetNamespace() == syncNamespace {
-		d := Decision{Paused: true, Message: "status.authoritativeAPI is not decided yet: waiting for the sync controller"}
-		changed := mapicond.Set(conds, machinev1beta1.Condition{Type: PausedCondition, Status: corev1.ConditionTrue,
-			Reason: AuthoritativeAPIUndecidedReason, Message: d.Message})
-		return d, changed, nil
-	}
 	if status != nil && *status == "" {
-		want := machinev1beta1.MachineAuthorityMachineAPI
-		if spec != "" {
-			want = spec
-		}
-		*status = want
+		*status = InitialAuthority(spec)
 		changed = true
 	}
 	d := Decision{Authority: machinev1beta1.MachineAuthorityMachineAPI}

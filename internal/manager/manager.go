@@ -33,10 +33,6 @@ type Group struct {
 	Setup func(mgr ctrl.Manager, env Env) error
 	// Always marks a group that runs whatever --controllers says (the operator metrics).
 	Always bool
-	// DecidesAuthority marks the group that decides an empty status.authoritativeAPI of
-	// Machine API resources in the Machine API namespace (the sync). When it runs in the
-	// process, New sets Env.AuthorityDecidedBySync for the others.
-	DecidesAuthority bool
 	// MachineAPIKinds are the providerSpec kinds whose Machine API Machine controller the
 	// group runs. New gathers those of the selected groups into Env.MachineAPIKinds.
 	MachineAPIKinds []string
@@ -70,10 +66,6 @@ type Env struct {
 	AutoscalerFieldManager string
 	// Webhook configures the admission webhook of the "admission" group.
 	Webhook WebhookEnv
-	// AuthorityDecidedBySync is set by New when a selected group decides an empty
-	// status.authoritativeAPI in MachineAPINamespace (the sync runs in this process): the
-	// Machine API controllers then wait for that decision there instead of taking authority.
-	AuthorityDecidedBySync bool
 	// MachineAPIKinds is set by New: the providerSpec kinds whose Machine API Machine
 	// controller runs in this process (the selected groups' Group.MachineAPIKinds). The
 	// Machine API MachineSet creates such Machines with that controller's finalizer, which
@@ -106,16 +98,6 @@ type WebhookEnv struct {
 	Service string
 	// CertDir may hold tls.crt, tls.key and ca.crt; otherwise a self-signed one is made.
 	CertDir string
-}
-
-// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-// sync decides (see gate.MachineAPI): MachineAPINamespace when AuthorityDecidedBySync, else "".
-func (e Env) SyncNamespace() string {
-	if !e.AuthorityDecidedBySync {
-		return ""
-	}
-	mapi, _ := e.Namespaces()
-	return mapi
 }
 
 // DefaultAutoscalerFieldManager is the field manager the cluster autoscaler's writes carry
@@ -285,7 +267,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	for _, g := range o.Groups {
-		o.Env.AuthorityDecidedBySync = o.Env.AuthorityDecidedBySync || g.DecidesAuthority
 		o.Env.MachineAPIKinds = append(o.Env.MachineAPIKinds, g.MachineAPIKinds...)
 	}
 	for _, g := range o.Groups {

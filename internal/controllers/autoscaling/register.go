@@ -50,7 +50,6 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if err := (&simmachineset.Reconciler{
 		Client: mgr.GetClient(), Cloud: cloud,
 		Recorder: events.For(mgr, "machineapi-simmachineset"), Resync: env.Resync,
-		SyncNamespace: env.SyncNamespace(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

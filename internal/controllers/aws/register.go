@@ -57,7 +57,6 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		ProviderSpecKinds: provider.AWS().ProviderSpecKinds,
 		Recorder:          events.For(mgr, MachineControllerName),
 		Resync:            env.Resync,
-		SyncNamespace:     env.SyncNamespace(),
 		NodeName:          os.Getenv(machine.NodeNameEnv),
 	}).SetupWithManager(mgr); err != nil {
 		return err
@@ -68,6 +67,5 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Types: awsmachineset.NewInstanceTypes(awsmachineset.Config{
 			EC2Endpoint: env.AWSEndpoint, Credentials: env.AWSCredentials,
 		}),
-		SyncNamespace: env.SyncNamespace(),
 	}).SetupWithManager(mgr)
 }

@@ -47,7 +47,6 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if err != nil {
 		return err
 	}
-	syncNS := env.SyncNamespace()
 	if err := (&machine.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -56,12 +55,11 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		ProviderSpecKinds: provider.Sim().ProviderSpecKinds,
 		Recorder:          events.For(mgr, "machineapi-machine"),
 		Resync:            env.Resync,
-		SyncNamespace:     syncNS,
 		NodeName:          os.Getenv(machine.NodeNameEnv),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&machineset.Reconciler{Client: mgr.GetClient(), SyncNamespace: syncNS,
+	if err := (&machineset.Reconciler{Client: mgr.GetClient(),
 		FinalizedKinds: env.MachineAPIKinds,
 		Recorder:       events.For(mgr, "machineapi-machineset")}).SetupWithManager(mgr); err != nil {
 		return err
@@ -70,5 +68,5 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Recorder: events.For(mgr, "machineapi-machinehealthcheck")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&nodelink.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SyncNamespace: syncNS}).SetupWithManager(context.Background(), mgr)
+	return (&nodelink.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(context.Background(), mgr)
 }

@@ -89,7 +89,7 @@ func (e *engine) step(ctx context.Context, s subject) (ctrl.Result, error) {
 	obj := s.mapiObject()
 	switch {
 	case current == "" || requested == "":
-		return ctrl.Result{}, nil // the sync controller decides first
+		return ctrl.Result{}, nil // decided first, by the Machine API controllers or the sync
 	case current != machinev1beta1.MachineAuthorityMigrating && requested == current:
 		e.pending.done(obj)
 		return ctrl.Result{}, nil

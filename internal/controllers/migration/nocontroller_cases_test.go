@@ -540,7 +540,7 @@ func (l *uncontrolledLab) playMachineAPIController(name string) {
 			return false, err.Error(), nil
 		}
 		base := m.DeepCopy()
-		d, changed, err := gate.MachineAPI(m, "")
+		d, changed, err := gate.MachineAPI(m)
 		if err != nil {
 			return false, "", err
 		}

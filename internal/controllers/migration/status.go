@@ -38,7 +38,7 @@ func patchAuthority(ctx context.Context, c client.Client, obj client.Object, st 
 	// Machine API controller a write only to reword it. A pause not yet acknowledged is left
 	// for that controller to report: its Paused=True is what the handover waits for.
 	if current != machinev1beta1.MachineAuthorityMachineAPI && mapicond.IsTrue(*st.conditions, gate.PausedCondition) {
-		if _, _, err := gate.MachineAPI(obj, ""); err != nil {
+		if _, _, err := gate.MachineAPI(obj); err != nil {
 			return err
 		}
 	}

@@ -83,9 +83,6 @@ type Reconciler struct {
 	Describer Describer
 	// Resync is how often a MachineSet is reconciled without an event (DefaultResync when 0).
 	Resync time.Duration
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 }
 
 // The platforms' packages carry the RBAC markers (machinesets and machinesets/status: get,
@@ -118,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// The gate works on a copy: the MachineSet controller owns status.authoritativeAPI and
 	// the Paused condition; this controller only needs the decision.
-	d, _, err := gate.MachineAPI(ms.DeepCopy(), r.SyncNamespace)
+	d, _, err := gate.MachineAPI(ms.DeepCopy())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -192,21 +192,30 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		}
 	})
 
-	// The same when the sync decides for the Cluster API (an unpaused Cluster API Machine of the
-	// name exists): the Machine API finalizer has no controller to take it off but the sync.
-	t.Run("DeletedBeforeAuthorityDecided_ClusterAPICopyKeepsRunning", func(t *testing.T) {
+	// The same beside an active Cluster API Machine of the name that the sync did not make:
+	// the authority follows the spec (MachineAPI), the Machine API controller lets its Machine
+	// go, and the Cluster API Machine, which is no mirror, is neither deleted nor written.
+	t.Run("DeletedBeforeAuthorityDecided_UnrelatedClusterAPIMachineKeepsRunning", func(t *testing.T) {
 		e := env.For(t)
 		name := p.name("fin-undecided-capi")
 		e.StopManager()
 		p.handMadeCAPIMachine(t, e, name, false, nil)
+		before, err := getCAPI(ctx, e, name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		m := bornWithFinalizer(t, e, p, name)
 		if err := e.Client.Delete(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 		e.StartManager()
 		waitMAPIGone(t, e, name)
-		if c, err := getCAPI(ctx, e, name); err != nil || !c.DeletionTimestamp.IsZero() {
-			t.Errorf("the authoritative Cluster API Machine must keep running: %v", err)
+		c, err := getCAPI(ctx, e, name)
+		if err != nil || !c.DeletionTimestamp.IsZero() {
+			t.Fatalf("the active Cluster API Machine must keep running: %v", err)
+		}
+		if c.ResourceVersion != before.ResourceVersion {
+			t.Errorf("the active Cluster API Machine was written: annotations %v finalizers %v", c.Annotations, c.Finalizers)
 		}
 	})
 

@@ -90,7 +90,7 @@ func TestSync(t *testing.T) {
 		{"MachineAPIAuthoritativeNoMirror_CreatesPausedMirror", testMirrorCreated},
 		{"UnconvertibleField_SynchronizedFalseNoPartialWrites", testUnconvertible},
 		{"ClusterAPIAuthoritativeNoMirror_CreatesUnpausedCopy", testClusterAPIFromBirth},
-		{"ActiveClusterAPIMachineFirst_StaysClusterAPIAndSyncsFromIt", testMirrorExists},
+		{"MachineAPIControllersDecideAuthority_SyncHeld", testGateDecidesWhileSyncHeld},
 		{"PausedMirrorFirst_SpecMachineAPIIsAuthoritative", testPausedMirrorFirst},
 		{"CAPIMirrorDeletedWhileMachineAPIAuthoritative_Recreated", testCAPIDeletedRecreated},
 		{"NonAuthoritativeStandaloneMAPIDeleted_CAPIRemains", testStandaloneMAPIDeleted},
@@ -262,42 +262,6 @@ func testClusterAPIFromBirth(t *testing.T, p platform) {
 	}
 	if controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) || m.Spec.ProviderID != nil {
 		t.Fatalf("the Machine API controller acted on a Cluster API-authoritative Machine: %v %v", m.Finalizers, m.Spec.ProviderID)
-	}
-}
-
-func testMirrorExists(t *testing.T, p platform) {
-	e := env.For(t)
-	ctx := context.Background()
-	name := p.name("existing")
-	// A Cluster API Machine and InfraMachine made by hand (xlarge in the third zone), then a
-	// Machine API copy of the same name (large in the second zone).
-	p.handMadeCAPIMachine(t, e, name, false, nil)
-	if err := e.Client.Create(ctx, p.machine(name, "", p.zones[1], p.types[1])); err != nil {
-		t.Fatal(err)
-	}
-	var m *machinev1beta1.Machine
-	e.Eventually(60*time.Second, "Machine API copy synced from the Cluster API", func(ctx context.Context) (bool, string, error) {
-		var err error
-		if m, err = getMAPI(ctx, e, name); err != nil {
-			return false, err.Error(), nil
-		}
-		itype, zone := specFields(m.Spec.ProviderSpec.Value)
-		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && itype == p.types[2] &&
-				zone == p.zones[2] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
-			fmt.Sprintf("authority %q instance type %q zone %q %s", m.Status.AuthoritativeAPI, itype, zone, synchronized(m)), nil
-	})
-	got, err := getCAPI(ctx, e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, paused := got.Annotations[clusterv1.PausedAnnotation]; paused {
-		t.Errorf("the authoritative Cluster API Machine was paused")
-	}
-	if im, err := p.infraMachine(ctx, e, name); err != nil || pausedAnnotated(im) {
-		t.Errorf("the authoritative %s was paused or lost: %v %v", p.provider.InfraMachine.Kind, err, im.GetAnnotations())
-	}
-	if m.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityMachineAPI {
-		t.Errorf("spec.authoritativeAPI was rewritten to %q", m.Spec.AuthoritativeAPI)
 	}
 }
 

@@ -22,10 +22,9 @@ const GroupName = "sync"
 // Group is this controller group, for the list in internal/controllers.
 func Group() manager.Group {
 	return manager.Group{
-		Name:             GroupName,
-		Description:      "Machine API <-> Cluster API mirroring of Machines, MachineSets and MachineHealthChecks",
-		Setup:            Setup,
-		DecidesAuthority: true,
+		Name:        GroupName,
+		Description: "Machine API <-> Cluster API mirroring of Machines, MachineSets and MachineHealthChecks",
+		Setup:       Setup,
 	}
 }
 

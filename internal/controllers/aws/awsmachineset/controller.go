@@ -35,9 +35,6 @@ type Reconciler struct {
 	// Resync is how often a MachineSet is reconciled without an event
 	// (scalefromzero.DefaultResync when 0).
 	Resync time.Duration
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -51,7 +48,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Types = NewInstanceTypes(Config{})
 	}
 	return (&scalefromzero.Reconciler{Client: r.Client, Recorder: r.Recorder, Name: "machineapi-awsmachineset",
-		Describer: describer{r.Client, r.Types}, Resync: r.Resync, SyncNamespace: r.SyncNamespace}).SetupWithManager(mgr)
+		Describer: describer{r.Client, r.Types}, Resync: r.Resync}).SetupWithManager(mgr)
 }
 
 // describer asks EC2 about instance types.

@@ -60,9 +60,6 @@ type Reconciler struct {
 	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
 	// kinds are left alone (another platform's controller runs them). Empty means every kind.
 	ProviderSpecKinds []string
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 	// NodeName is the Node this manager runs on (NodeNameEnv): its Machine is not drained or
 	// deleted without AllowManagerNodeDeletionAnnotation. Empty turns the protection off.
 	NodeName string
@@ -117,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer helper.Finish(ctx, m, &res, &retErr)
 
 	wasPaused := mapicond.IsTrue(m.Status.Conditions, gate.PausedCondition)
-	decision, _, err := gate.MachineAPI(m, r.SyncNamespace)
+	decision, _, err := gate.MachineAPI(m)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -117,8 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	helper := patch.NewHelper(mhc, r.Client)
 	defer helper.Finish(ctx, mhc, &res, &retErr)
-	// A MachineHealthCheck's authority is never undecided: no sync namespace to wait for.
-	if d, _, err := gate.MachineAPI(mhc, ""); err != nil || d.Paused {
+	// A MachineHealthCheck without the status annotation counts as MachineAPI-authoritative.
+	if d, _, err := gate.MachineAPI(mhc); err != nil || d.Paused {
 		return ctrl.Result{}, err
 	}
 	if !mhc.DeletionTimestamp.IsZero() {

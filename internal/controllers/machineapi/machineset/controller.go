@@ -38,9 +38,6 @@ const DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 	// FinalizedKinds are the providerSpec kinds whose Machine API Machine controller runs in
 	// this process and adds its finalizer (machinev1beta1.MachineFinalizer) in its first pass:
 	// such Machines are created with it, saving that write. Machines of other kinds (another
@@ -203,7 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.throttle.Finish(ctx, helper, ms, !equality.Semantic.DeepEqual(before.Status, ms.Status), minorStatusChange(before, ms), &res, &retErr)
 	}()
 
-	decision, _, err := gate.MachineAPI(ms, r.SyncNamespace)
+	decision, _, err := gate.MachineAPI(ms)
 	if err != nil || decision.Paused || decision.Resumed {
 		// A resumed MachineSet stores the end of its pause before it scales.
 		return ctrl.Result{}, err

@@ -44,9 +44,6 @@ type Reconciler struct {
 	// writes the same Machine moments earlier, and a write from a stale copy would only
 	// bounce off the optimistic lock.
 	APIReader client.Reader
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;update;patch
@@ -117,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The Machine's authority decides who links its Node: the Cluster API Machine
 	// controller does when Cluster API owns it.
-	if d, _, err := gate.MachineAPI(m.DeepCopy(), r.SyncNamespace); err != nil || d.Paused {
+	if d, _, err := gate.MachineAPI(m.DeepCopy()); err != nil || d.Paused {
 		return ctrl.Result{}, err
 	}
 	if err := r.updateNode(ctx, node, m); err != nil {

@@ -36,9 +36,6 @@ type Reconciler struct {
 	// Resync is how often a MachineSet is reconciled without an event
 	// (scalefromzero.DefaultResync when 0).
 	Resync time.Duration
-	// SyncNamespace is the Machine API namespace whose undecided status.authoritativeAPI the
-	// sync controllers decide when they run in this process (empty otherwise; gate.MachineAPI).
-	SyncNamespace string
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -47,7 +44,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return (&scalefromzero.Reconciler{Client: r.Client, Recorder: r.Recorder, Name: "machineapi-simmachineset",
-		Describer: describer{r.Cloud}, Resync: r.Resync, SyncNamespace: r.SyncNamespace}).SetupWithManager(mgr)
+		Describer: describer{r.Cloud}, Resync: r.Resync}).SetupWithManager(mgr)
 }
 
 // describer looks instance types up in the simulated cloud's catalogue.

@@ -96,7 +96,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.mapiDeleted(ctx, mapi, capi)
 	}
 	if mapi.Status.AuthoritativeAPI == "" {
-		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
+		return ctrl.Result{}, r.decideAuthority(ctx, mapi)
 	}
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err
@@ -120,9 +120,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.toCAPI(ctx, mapi, capi, pause)
 }
 
-// decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
-func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
-	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, capi)
+// decideAuthority initialises an empty status.authoritativeAPI from the spec
+// (synccommon.DecideAuthority).
+func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.MachineSet) error {
+	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI)
 }
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a

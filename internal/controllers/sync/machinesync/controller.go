@@ -120,8 +120,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.capiOnly(ctx, capi)
 	case mapi.Status.AuthoritativeAPI == "":
 		// Also for a Machine deleted before its authority was decided: its MachineSet gave it
-		// the Machine controller's finalizer, and that controller waits for the decision.
-		return ctrl.Result{}, r.decideAuthority(ctx, mapi, capi)
+		// the Machine controller's finalizer, which only the sync takes off when the spec
+		// gives the Machine to the Cluster API (mapiDeleted).
+		return ctrl.Result{}, r.decideAuthority(ctx, mapi)
 	case !mapi.DeletionTimestamp.IsZero():
 		return r.mapiDeleted(ctx, mapi, capi)
 	}
@@ -143,9 +144,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.toCAPI(ctx, mapi, capi, pause)
 }
 
-// decideAuthority initialises an empty status.authoritativeAPI (synccommon.InitialAuthority).
-func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
-	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI, capi)
+// decideAuthority initialises an empty status.authoritativeAPI from the spec
+// (synccommon.DecideAuthority).
+func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.Machine) error {
+	return synccommon.DecideAuthority(ctx, r.Client, mapi, mapi.Spec.AuthoritativeAPI, &mapi.Status.AuthoritativeAPI, &mapi.Status.SynchronizedAPI)
 }
 
 func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {

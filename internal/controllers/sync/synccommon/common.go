@@ -7,7 +7,6 @@ package synccommon
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -88,31 +87,15 @@ func PlatformContext(ctx context.Context, c client.Reader, p provider.Provider, 
 	})
 }
 
-// InitialAuthority is the status.authoritativeAPI a Machine API copy starts with: the one its
-// spec asks for (spec is the user's; status follows it). Only when a Cluster API copy already
-// exists and is active — not a paused mirror — while the spec names the Machine API (or is
-// empty, which the CRD default makes rare) does the Cluster API start authoritative: the copy
-// running the instance keeps it, and the migration controller then hands it over as the spec
-// asks, pausing one side before the other acts, instead of two controllers acting at once.
-func InitialAuthority(spec machinev1beta1.MachineAuthority, capi client.Object) machinev1beta1.MachineAuthority {
-	if spec == machinev1beta1.MachineAuthorityClusterAPI {
-		return spec
-	}
-	if capi != nil && !isNilObject(capi) {
-		if _, paused := capi.GetAnnotations()[clusterv1.PausedAnnotation]; !paused {
-			return machinev1beta1.MachineAuthorityClusterAPI
-		}
-	}
-	return machinev1beta1.MachineAuthorityMachineAPI
-}
-
 // DecideAuthority initialises an empty status.authoritativeAPI of a Machine API Machine or
-// MachineSet (status points at its status fields) from its spec and its Cluster API copy
-// (nil, or a nil pointer, when there is none), in one locked status patch.
+// MachineSet (status points at its status fields) from its spec, by the rule the Machine API
+// controllers' gate follows (gate.InitialAuthority), in one locked status patch. The sync
+// decides too because machina's Machine API controllers may not run beside it; when one of
+// them decided first, the lock makes this write fail and the next pass sees the decision.
 func DecideAuthority(ctx context.Context, c client.Client, mapi client.Object, spec machinev1beta1.MachineAuthority,
-	status *machinev1beta1.MachineAuthority, synced *machinev1beta1.SynchronizedAPI, capi client.Object) error {
+	status *machinev1beta1.MachineAuthority, synced *machinev1beta1.SynchronizedAPI) error {
 	_, err := patch.LockedStatus(ctx, c, mapi, func() bool {
-		*status = InitialAuthority(spec, capi)
+		*status = gate.InitialAuthority(spec)
 		*synced = SynchronizedAPIOf(*status)
 		return true
 	})
@@ -125,11 +108,6 @@ func SynchronizedAPIOf(a machinev1beta1.MachineAuthority) machinev1beta1.Synchro
 		return machinev1beta1.ClusterAPISynchronized
 	}
 	return machinev1beta1.MachineAPISynchronized
-}
-
-func isNilObject(o client.Object) bool {
-	v := reflect.ValueOf(o)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // SetSynchronized records the outcome of a sync on a Machine API object's conditions.
