@@ -98,10 +98,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mapi.Status.AuthoritativeAPI == "" {
 		return ctrl.Result{}, r.decideAuthority(ctx, mapi)
 	}
+	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
+	if pause == synccommon.PauseMirror && synccommon.NotMirror(capi) {
+		// Someone else's active Cluster API MachineSet of this name: left alone (its Machines
+		// and templates too), and this MachineSet is not mirrored until it is gone or paused.
+		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
+			synccommon.ClusterAPIMachineSetNotMirrorReason, "MachineSet", capi)
+	}
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
-	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
 	if capi != nil && !capi.DeletionTimestamp.IsZero() {
 		switch pause {
 		case synccommon.KeepPause:
@@ -128,8 +134,12 @@ func (r *Reconciler) decideAuthority(ctx context.Context, mapi *machinev1beta1.M
 
 // mapiDeleted: an authoritative Machine API MachineSet takes its Cluster API copy along; a
 // non-authoritative one goes alone and the Cluster API MachineSet keeps running, and so do the
-// Machines the Machine API still runs (keepMachines).
+// Machines the Machine API still runs (keepMachines). An active Cluster API MachineSet that is
+// not the sync's mirror (synccommon.NotMirror) is never taken along.
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) error {
+	if mapi.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI && synccommon.NotMirror(capi) {
+		capi = nil // someone else's active MachineSet of this name: not this deletion's to carry
+	}
 	if mapi.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI {
 		if err := r.keepMachines(ctx, mapi, capi); err != nil {
 			return err

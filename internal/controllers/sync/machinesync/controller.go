@@ -126,10 +126,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !mapi.DeletionTimestamp.IsZero():
 		return r.mapiDeleted(ctx, mapi, capi)
 	}
+	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
+	if pause == synccommon.PauseMirror && synccommon.NotMirror(capi) {
+		// Someone else's active Cluster API Machine of this name: left alone, and this Machine
+		// is not mirrored (nor given the sync finalizer) until it is gone or paused.
+		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
+			synccommon.ClusterAPIMachineNotMirrorReason, "Machine", capi)
+	}
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
-	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
 	if capi != nil && !capi.DeletionTimestamp.IsZero() {
 		if pause == synccommon.KeepPause {
 			return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover

@@ -27,12 +27,13 @@ const deletionPoll = 2 * time.Second
 // mapiDeleted carries a Machine API deletion over. It propagates when the Machine API was
 // authoritative, when the Machine is owned (a MachineSet or health check deleted it), or when
 // the Cluster API copy is going anyway; a standalone, non-authoritative Machine API copy may be
-// deleted on its own, leaving the Cluster API Machine running.
+// deleted on its own, leaving the Cluster API Machine running. An active Cluster API Machine
+// that is not the sync's mirror (synccommon.NotMirror) is never taken along.
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
 	authority := mapi.Status.AuthoritativeAPI
 	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
-		// Never mirrored. A Machine born with the Machine API finalizer that the Cluster API
-		// turned out to own (decideAuthority) has no Machine API controller to let it go.
+		// Never mirrored. A Machine born with the Machine API finalizer whose spec gave it to
+		// the Cluster API (decideAuthority) has no Machine API controller to let it go.
 		if authority == machinev1beta1.MachineAuthorityClusterAPI {
 			_, err := patch.RemoveFinalizer(ctx, r.Client, mapi, machinev1beta1.MachineFinalizer)
 			return ctrl.Result{}, err
@@ -42,6 +43,9 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	if authority == machinev1beta1.MachineAuthorityMigrating {
 		// The migration controller first settles which side carries the deletion out.
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
+	}
+	if authority != machinev1beta1.MachineAuthorityClusterAPI && synccommon.NotMirror(capi) {
+		capi = nil // someone else's active Machine of this name: not this deletion's to carry
 	}
 	owned, err := r.ownerAlive(ctx, mapi)
 	if err != nil {

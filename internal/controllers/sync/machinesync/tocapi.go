@@ -30,6 +30,17 @@ import (
 // later syncs run the other way; during a handover from the Machine API the pause is left to
 // the migration controller.
 func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine, pause synccommon.Pause) (ctrl.Result, error) {
+	set, err := r.capiSetOf(ctx, mapi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if synccommon.NotMirror(set) {
+		// Someone else's active Cluster API MachineSet has the name of this Machine's
+		// MachineSet: it would adopt a copy of this Machine its selector matches, then count,
+		// scale and delete it as its own. Nothing is mirrored until it is gone or paused.
+		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
+			synccommon.ClusterAPIMachineSetNotMirrorReason, "MachineSet", set)
+	}
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
@@ -47,10 +58,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, out.Machine.Namespace, out.Machine.Spec.Bootstrap.DataSecretName, out.Machine.Spec.ClusterName); err != nil {
 		return ctrl.Result{}, err
 	}
-	owner, err := r.capiOwner(ctx, mapi)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	owner := capiOwner(set)
 
 	// The Machine first, so the InfraMachine can be owned by it.
 	desired := out.Machine
@@ -165,18 +173,19 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 // Machine of that name; the sync waits for the garbage collector to remove it.
 var errLeftoverInfra = errors.New("waiting for the garbage collector to remove an InfraMachine of an earlier Cluster API Machine of this name")
 
-// capiOwner is the controller reference a Cluster API copy gets: the Cluster API MachineSet of
-// the same name as the Machine API Machine's MachineSet, when it exists.
-func (r *Reconciler) capiOwner(ctx context.Context, mapi *machinev1beta1.Machine) (*metav1.OwnerReference, error) {
-	ms, err := r.capiSetOf(ctx, mapi)
-	if ms == nil || err != nil {
-		return nil, err
+// capiOwner is the controller reference a Cluster API copy gets: set, the Cluster API MachineSet
+// of the same name as the Machine API Machine's MachineSet, when it exists (capiSetOf).
+func capiOwner(set *clusterv1.MachineSet) *metav1.OwnerReference {
+	if set == nil {
+		return nil
 	}
-	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
+	return metav1.NewControllerRef(set, clusterv1.GroupVersion.WithKind("MachineSet"))
 }
 
 // capiSetOf reads the Cluster API MachineSet of the same name as the Machine API Machine's
 // MachineSet; nil when the Machine has no MachineSet or that one has no Cluster API namesake.
+// The namesake may be someone else's active MachineSet (synccommon.NotMirror), which the
+// callers give no Machine.
 func (r *Reconciler) capiSetOf(ctx context.Context, mapi *machinev1beta1.Machine) (*clusterv1.MachineSet, error) {
 	ref := metav1.GetControllerOfNoCopy(mapi)
 	if ref == nil || ref.Kind != "MachineSet" {

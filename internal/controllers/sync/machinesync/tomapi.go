@@ -122,9 +122,10 @@ func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.Machine,
 }
 
 // adoptingSet is the controller a Cluster API Machine without one should have: the Cluster
-// API MachineSet of the name of its Machine API copy's MachineSet, if it exists, is not being
-// deleted, and selects the Machine (the Machines it would adopt itself, were it not a paused
-// mirror; one that let the Machine go for its labels does not get it back).
+// API MachineSet of the name of its Machine API copy's MachineSet, if it exists, is the sync's
+// (not synccommon.NotMirror), is not being deleted, and selects the Machine (the Machines it
+// would adopt itself, were it not a paused mirror; one that let the Machine go for its labels
+// does not get it back).
 func (r *Reconciler) adoptingSet(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*metav1.OwnerReference, error) {
 	if metav1.GetControllerOfNoCopy(capi) != nil {
 		return nil, nil
@@ -135,7 +136,7 @@ func (r *Reconciler) adoptingSet(ctx context.Context, mapi *machinev1beta1.Machi
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 	if err != nil || sel.Empty() || !sel.Matches(labels.Set(capi.Labels)) || !ms.DeletionTimestamp.IsZero() ||
-		ms.Spec.ClusterName != capi.Spec.ClusterName {
+		ms.Spec.ClusterName != capi.Spec.ClusterName || synccommon.NotMirror(ms) {
 		return nil, nil
 	}
 	return metav1.NewControllerRef(ms, clusterv1.GroupVersion.WithKind("MachineSet")), nil
@@ -199,8 +200,9 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	if err := r.Client.Create(ctx, out); err != nil {
 		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
 	}
-	// Locked: a Machine API controller that decides an empty authority itself (machine-api-
-	// operator's) may have written it since the create; that decision then stands.
+	// Locked: a Machine API controller (machina's or machine-api-operator's) may have decided
+	// the empty authority since the create, from the spec, which says ClusterAPI; that
+	// decision then stands.
 	_, err = patch.LockedStatus(ctx, r.Client, out, func() bool {
 		out.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 		out.Status.SynchronizedAPI = machinev1beta1.ClusterAPISynchronized

@@ -43,6 +43,11 @@ const (
 	// TemplateNotFoundReason: the authoritative Cluster API MachineSet names an
 	// InfraMachineTemplate that does not exist.
 	TemplateNotFoundReason = "InfraMachineTemplateNotFound"
+	// ClusterAPIMachineNotMirrorReason and ClusterAPIMachineSetNotMirrorReason: the Machine
+	// API owns the resource, but a Cluster API resource of its name exists that is active
+	// and is not the sync's mirror; the sync leaves it alone (NotMirror).
+	ClusterAPIMachineNotMirrorReason    = "ClusterAPIMachineNotMirror"
+	ClusterAPIMachineSetNotMirrorReason = "ClusterAPIMachineSetNotMirror"
 )
 
 // Namespaces is where each API's copies live.
