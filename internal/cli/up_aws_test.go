@@ -61,22 +61,7 @@ func TestUpPlatformFlag(t *testing.T) {
 // same state directory refuses to start as another platform.
 func TestUpAWSLab(t *testing.T) {
 	dir := t.TempDir()
-	f := &upFlags{}
-	if err := newUpCommandWith(f).ParseFlags([]string{"--platform", "aws", "--state-dir", dir, "--pending-delay", "500ms"}); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "manager.log")
-	w, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	setupLoggingTo(w, 0)
-	var progress syncBuffer
-	u, err := startUpLab(context.Background(), dir, f, &progress)
-	if err != nil {
-		t.Fatalf("starting the AWS lab: %v\n%s", err, progress.String())
-	}
+	f, u, logFile, progress := startTestUpLab(t, dir, "--platform", "aws")
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -115,12 +100,36 @@ func TestUpAWSLab(t *testing.T) {
 	stopped = true
 	checkCAPAGone(t, dir, pids, healthURL)
 	f.platform = "sim"
-	if _, err := startUpLab(context.Background(), dir, f, &progress); err == nil || !strings.Contains(err.Error(), "was seeded with --platform aws") {
+	if _, err := startUpLab(context.Background(), dir, f, progress); err == nil || !strings.Contains(err.Error(), "was seeded with --platform aws") {
 		t.Fatalf("restarting the AWS lab as --platform sim: %v, want a refusal naming --platform aws", err)
 	}
 }
 
 var providerIDPattern = regexp.MustCompile(`^aws:///(us-east-1[a-z])/(i-[0-9a-f]+)$`)
+
+// startTestUpLab starts the lab as `machina up` with args does (startUpLab) in dir, with
+// a pending delay of 500ms, the manager's log in dir/manager.log; it returns the flags, the
+// lab, that log's path and the progress written so far and from now on.
+func startTestUpLab(t *testing.T, dir string, args ...string) (*upFlags, *upLab, string, *syncBuffer) {
+	t.Helper()
+	f := &upFlags{}
+	if err := newUpCommandWith(f).ParseFlags(append([]string{"--state-dir", dir, "--pending-delay", "500ms"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "manager.log")
+	w, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	setupLoggingTo(w, 0)
+	progress := &syncBuffer{}
+	u, err := startUpLab(context.Background(), dir, f, progress)
+	if err != nil {
+		t.Fatalf("starting the lab (%v): %v\n%s", args, err, progress.String())
+	}
+	return f, u, logFile, progress
+}
 
 // waitAWSMachines waits until each worker MachineSet's Machine is Running with an
 // aws:///<its zone>/i-… provider ID and a Node of that provider ID.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,23 +54,7 @@ func TestUpUpstreamFlag(t *testing.T) {
 // Cluster API core and CAPA launch one Machine on a scale-up and a scale-down terminates
 // exactly one instance.
 func TestUpUpstreamLab(t *testing.T) {
-	dir := t.TempDir()
-	f := &upFlags{}
-	if err := newUpCommandWith(f).ParseFlags([]string{"--platform", "aws", "--upstream", "--state-dir", dir, "--pending-delay", "500ms"}); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "manager.log")
-	w, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	setupLoggingTo(w, 0)
-	var progress syncBuffer
-	u, err := startUpLab(context.Background(), dir, f, &progress)
-	if err != nil {
-		t.Fatalf("starting the upstream lab: %v\n%s", err, progress.String())
-	}
+	_, u, logFile, progress := startTestUpLab(t, t.TempDir(), "--platform", "aws", "--upstream")
 	t.Cleanup(func() {
 		u.stop()
 		if t.Failed() {

@@ -42,18 +42,9 @@ func simLab(t *testing.T) (*testenv.Env, string) {
 // manager only, so CAPA keeps running through every crash a test makes.
 func awsCAPALab(t *testing.T) (*testenv.Env, string) {
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi", EC2: true})
-	ctx := context.Background()
-	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
+	_, capiNamespace := manager.Env{}.Namespaces()
 	e.StartCAPA(capiNamespace)
-	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
-	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
-		t.Fatal(err)
-	}
-	return e, cl.Name
+	return e, seedAWSCluster(t, e).Name
 }
 
 // upstreamLab is a lab of the AWS platform under the controllers OpenShift users run, in
@@ -66,21 +57,30 @@ func awsCAPALab(t *testing.T) (*testenv.Env, string) {
 func upstreamLab(t *testing.T) (*testenv.Env, string) {
 	e := testenv.Start(t, testenv.Options{Groups: upstream.Groups, EC2: true})
 	ctx := context.Background()
-	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
-	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
-	if err := demo.EnsureAWSClusterObjects(ctx, e.Client, cl); err != nil {
-		t.Fatal(err)
-	}
+	_, capiNamespace := manager.Env{}.Namespaces()
+	cl := seedAWSCluster(t, e)
 	e.StartCAPA(capiNamespace)
 	e.StartUpstream()
 	if err := upstream.InitializeCluster(ctx, e.Client, client.ObjectKey{Namespace: capiNamespace, Name: cl.Name}); err != nil {
 		t.Fatal(err)
 	}
 	return e, cl.Name
+}
+
+// seedAWSCluster creates the demo AWS cluster's objects (demo.EnsureAWSClusterObjects): the
+// Infrastructure, namespaces, Secrets, the Cluster and its externally managed AWSCluster.
+func seedAWSCluster(t *testing.T, e *testenv.Env) demo.AWSCluster {
+	t.Helper()
+	kc, err := os.ReadFile(e.Lab.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapiNamespace, capiNamespace := manager.Env{}.Namespaces()
+	cl := demo.DefaultAWSCluster(mapiNamespace, capiNamespace, kc)
+	if err := demo.EnsureAWSClusterObjects(context.Background(), e.Client, cl); err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 // capaFieldManager is the field manager of CAPA's writes (its client's user agent).
