@@ -57,6 +57,10 @@ func objects(t *testing.T) []client.Object {
 	return []client.Object{
 		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 			Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType}}},
+		&configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
+		&configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
+			Spec: configv1.ClusterVersionSpec{ClusterID: "5b0e8a3c-2f6d-4d7e-9a51-3c2e8f1b7a90"}},
+		&configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-api"}},
 		&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns}, Spec: mapiSpec},
 		&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns},
 			Spec: machinev1beta1.MachineSetSpec{
