@@ -165,7 +165,8 @@ func copyUserData(t *testing.T, e *testenv.Env, pc platformCase, name string) {
 	} {
 		// The sync may have copied the Machine API one to the Cluster API namespace already
 		// (the bootstrap Secret CAPA reads on AWS): the same data.
-		if err := e.Client.Create(ctx, s); err != nil && !(apierrors.IsAlreadyExists(err) && s.Namespace == "openshift-cluster-api") {
+		err := e.Client.Create(ctx, s)
+		if synced := apierrors.IsAlreadyExists(err) && s.Namespace == "openshift-cluster-api"; err != nil && !synced {
 			t.Fatal(err)
 		}
 	}
