@@ -24,9 +24,9 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
-	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/scheme"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 // The identity and field manager of OpenShift's cluster autoscaler, and an ordinary
@@ -50,6 +50,10 @@ type soakOptions struct {
 	Settle time.Duration
 	// Verbosity is the manager's log verbosity (1 = debug), for diagnosing a violation.
 	Verbosity int
+	// Upstream runs the soak in the AWS lab under the controllers OpenShift users run
+	// (machine-api-operator's, the upstream Cluster API core, CAPA) with machina's manager
+	// running only upstream.Groups, instead of the simulated platform under machina's own.
+	Upstream bool
 }
 
 // soakMain is `go run ./bench soak`: exit 0 when every invariant held, 1 on a violation.
@@ -62,8 +66,12 @@ func soakMain(args []string) int {
 	fs.IntVar(&o.Sets, "machinesets", 5, "MachineSets (4-6), alternately owned by each API")
 	fs.DurationVar(&o.Settle, "settle", 5*time.Minute, "longest wait for quiet at the end")
 	fs.IntVar(&o.Verbosity, "manager-verbosity", 0, "the manager's log verbosity in manager.log (1 = debug)")
+	fs.BoolVar(&o.Upstream, "upstream", false, "run in the AWS lab under machine-api-operator's controllers, the upstream Cluster API core "+
+		"and CAPA (as `machina up --platform aws --upstream`), machina's manager running only "+upstream.Groups)
 	_ = fs.Parse(args)
-	ctrllog.SetLogger(logr.Discard())
+	if !o.Upstream {
+		ctrllog.SetLogger(logr.Discard()) // -upstream logs to a file once the run's directory exists
+	}
 	if o.Sets < 2 || o.Machines < o.Sets {
 		fmt.Fprintln(os.Stderr, "soak: -machinesets must be at least 2 and -machines at least -machinesets")
 		return 2
@@ -85,7 +93,9 @@ func soakMain(args []string) int {
 // soak is one run: the environment, the identities it acts as and its random source.
 type soak struct {
 	o          soakOptions
+	plat       soakPlatform
 	e          *env
+	upstream   *upstream.Controllers // -upstream: machine-api-operator's controllers and the upstream core
 	rnd        *rand.Rand
 	user       client.Client
 	autoscaler client.Client
@@ -97,17 +107,20 @@ type soak struct {
 }
 
 func runSoak(o soakOptions) (*soakReport, error) {
-	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets\n", o.Seed, o.Duration, o.Machines, o.Sets)
-	e, err := startEnvWith(envOptions{groups: "*", verbosity: o.Verbosity})
+	plat := soakPlatformFor(o)
+	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets, %s\n", o.Seed, o.Duration, o.Machines, o.Sets, plat.name)
+	e, err := startEnvWith(plat.env)
 	if err != nil {
 		return nil, err
 	}
 	defer e.stop()
-	s := &soak{o: o, e: e, rnd: rand.New(rand.NewPCG(o.Seed, 0x50a4)), rep: newSoakReport()}
+	s := &soak{o: o, plat: plat, e: e, rnd: rand.New(rand.NewPCG(o.Seed, 0x50a4)), rep: newSoakReport()}
+	defer func() { s.upstream.Stop() }() // before the lab stops (defers run last first)
 	if err := s.setup(context.Background()); err != nil {
+		e.keep = true
 		return nil, err
 	}
-	s.check = newChecker(s.e, s.rep)
+	s.check = newChecker(s.e, s.rep, plat.region)
 	ctx, stopCheck := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.check.run(ctx) }()
@@ -133,13 +146,13 @@ func (s *soak) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := demo.Cluster{Name: "soak", Region: soakRegion, MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS, Kubeconfig: kc}
-	if err := demo.EnsureCluster(ctx, s.e.client, cl); err != nil {
+	newMachineSet, err := s.plat.seed(ctx, s, kc)
+	if err != nil {
 		return err
 	}
 	for i := range s.o.Sets {
 		name := fmt.Sprintf("soak-%d", i)
-		ms := demo.MachineSet(cl, name, []string{"sim-east-1a", "sim-east-1b"}[i%2], 2)
+		ms := newMachineSet(name, i, 2)
 		if i%2 == 1 {
 			ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 		}
@@ -179,16 +192,13 @@ func (s *soak) clientAs(user string, groups ...string) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
 }
 
-// faultOps are the cloud calls the controllers make; the soak's faults hit only these.
-var faultOps = []string{api.OpRunInstances, api.OpDescribeInstances, api.OpTerminateInstances}
-
 // setFaults replaces the cloud's faults: 10 % errors, some throttling and a fresh random
 // latency of 500 ms–2 s on a third of the calls.
 func (s *soak) setFaults(ctx context.Context) error {
 	if _, err := s.cloud.ClearFaults(ctx); err != nil {
 		return err
 	}
-	for _, op := range faultOps {
+	for _, op := range s.plat.faultOps {
 		for _, f := range []api.Fault{
 			{Kind: api.FaultError, Operation: op, Rate: 0.10, StatusCode: 500},
 			{Kind: api.FaultThrottle, Operation: op, Rate: 0.05, RetryAfterSeconds: 1},
@@ -211,6 +221,9 @@ func (s *soak) churn(ctx context.Context) error {
 	nextFaults := start
 	nextInstanceKill := start.Add(s.between(20, 60))
 	for time.Since(start) < s.o.Duration {
+		if err := s.upstreamFailed(); err != nil {
+			return err
+		}
 		now := time.Now()
 		switch {
 		case now.After(nextKill):
@@ -263,7 +276,7 @@ func (s *soak) restartManager() error {
 // killing it would hide the leak the checker is about to report.
 func (s *soak) killInstance(ctx context.Context) {
 	var alive []api.Instance
-	for _, i := range s.e.cloud.Instances(soakRegion) {
+	for _, i := range s.e.cloud.Instances(s.plat.region) {
 		if i.State == api.StateRunning && !s.check.orphaned(i.InstanceID) {
 			alive = append(alive, i)
 		}
@@ -277,7 +290,7 @@ func (s *soak) killInstance(ctx context.Context) {
 		return
 	}
 	s.rep.instancesKilled++
-	s.check.note("instance %s (Machine %s) killed", victim.InstanceID, victim.Tags["machina.dev/machine"])
+	s.check.note("instance %s (launched for Machine %s) killed", victim.InstanceID, launchedFor(victim))
 }
 
 // scaleBody is the scale subresource request for replicas.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +33,8 @@ type snapshot struct {
 	capiS1, capiS2 map[string]*clusterv1.MachineSet
 	capiH1, capiH2 map[string]*clusterv1.MachineHealthCheck
 	alive          []api.Instance // pending or running
+	// byProviderID names the Machine of each providerID either API records (machineOf).
+	byProviderID map[string]string
 }
 
 func byName[T any, PT interface {
@@ -79,7 +80,7 @@ func (c *checker) observe(ctx context.Context) (*snapshot, error) {
 	if s.capiM2, s.capiS2, s.capiH2, err = c.listCAPI(ctx); err != nil {
 		return nil, err
 	}
-	for _, i := range c.e.cloud.Instances(soakRegion) {
+	for _, i := range c.e.cloud.Instances(c.region) {
 		if i.State == api.StatePending || i.State == api.StateRunning {
 			s.alive = append(s.alive, i)
 		}
@@ -89,8 +90,9 @@ func (c *checker) observe(ctx context.Context) (*snapshot, error) {
 
 // checker watches the invariants by frequent observation while the soak runs.
 type checker struct {
-	e   *env
-	rep *soakReport
+	e      *env
+	rep    *soakReport
+	region string // where the cloud's instances are listed
 
 	mu            sync.Mutex
 	faultsStopped time.Time
@@ -99,8 +101,8 @@ type checker struct {
 	reported      map[string]bool // one report per invariant and object
 }
 
-func newChecker(e *env, rep *soakReport) *checker {
-	return &checker{e: e, rep: rep, pendingSince: map[string]time.Time{}, orphanSince: map[string]time.Time{}, reported: map[string]bool{}}
+func newChecker(e *env, rep *soakReport, region string) *checker {
+	return &checker{e: e, rep: rep, region: region, pendingSince: map[string]time.Time{}, orphanSince: map[string]time.Time{}, reported: map[string]bool{}}
 }
 
 // note prints an event of the run with its time, for reading next to the violations.
@@ -285,20 +287,36 @@ func (c *checker) checkPending(s *snapshot) {
 	c.rep.checked(invPending, len(p))
 }
 
-const tagMachine = "machina.dev/machine"
-
-// instanceMachine is the name of the Machine an instance was launched for (its tag is
-// namespace/name, the namespace of whichever API launched it).
-func instanceMachine(i api.Instance) string {
-	t := i.Tags[tagMachine]
-	return t[strings.LastIndex(t, "/")+1:]
+// machineOf is the name of the Machine pair an alive instance belongs to: the Machine (of
+// either API) whose providerID is the instance's, else the Machine its tags say it was
+// launched for (launchedFor: machina's tag, or CAPA's), so a launch not yet recorded on any
+// Machine counts for the Machine it is meant for.
+func (s *snapshot) machineOf(i api.Instance) string {
+	if s.byProviderID == nil {
+		s.byProviderID = map[string]string{}
+		for name, m := range s.mapiM {
+			if id := ptr.Deref(m.Spec.ProviderID, ""); id != "" {
+				s.byProviderID[id] = name
+			}
+		}
+		for name, m := range s.capiM2 {
+			if m.Spec.ProviderID != "" {
+				s.byProviderID[m.Spec.ProviderID] = name
+			}
+		}
+	}
+	if name, ok := s.byProviderID[i.ProviderID]; ok {
+		return name
+	}
+	return launchedFor(i)
 }
 
 // checkDuplicates: no Machine name has two alive instances.
 func (c *checker) checkDuplicates(s *snapshot) {
 	byMachine := map[string][]string{}
 	for _, i := range s.alive {
-		byMachine[instanceMachine(i)] = append(byMachine[instanceMachine(i)], fmt.Sprintf("%s(%s, tags %v)", i.InstanceID, i.State, i.Tags))
+		name := s.machineOf(i)
+		byMachine[name] = append(byMachine[name], fmt.Sprintf("%s(%s, tags %v)", i.InstanceID, i.State, i.Tags))
 	}
 	for name, ids := range byMachine {
 		if len(ids) > 1 {
@@ -315,7 +333,7 @@ func (c *checker) checkOrphans(s *snapshot, grace time.Duration) {
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
 	for _, i := range s.alive {
-		name := instanceMachine(i)
+		name := s.machineOf(i)
 		_, inMAPI := s.mapiM[name]
 		_, inCAPI := s.capiM2[name]
 		if inMAPI || inCAPI {
@@ -430,10 +448,10 @@ func (c *checker) settledMachines(s *snapshot, add func(inv, format string, args
 		}
 	}
 	for _, i := range s.alive {
-		name := instanceMachine(i)
+		name := s.machineOf(i)
 		m, ok := s.mapiM[name]
 		if !ok || ptr.Deref(m.Spec.ProviderID, "") != i.ProviderID {
-			add(invInstances, "instance %s (%s, Machine tag %q) is not the instance of a Machine pair", i.InstanceID, i.ProviderID, name)
+			add(invInstances, "instance %s (%s, Machine %q, tags %v) is not the instance of a Machine pair", i.InstanceID, i.ProviderID, name, i.Tags)
 		}
 	}
 }
@@ -517,7 +535,7 @@ func leftovers(s *snapshot) []string {
 		out = append(out, fmt.Sprintf("Cluster API Machine %s left (phase %s, deleting %v)", name, m.Status.Phase, m.DeletionTimestamp != nil))
 	}
 	for _, i := range s.alive {
-		out = append(out, fmt.Sprintf("instance %s (%s, Machine tag %q) leaked", i.InstanceID, i.State, i.Tags[tagMachine]))
+		out = append(out, fmt.Sprintf("instance %s (%s, Machine %q, tags %v) leaked", i.InstanceID, i.State, s.machineOf(i), i.Tags))
 	}
 	return out
 }

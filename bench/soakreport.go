@@ -93,7 +93,11 @@ func (r *soakReport) print(w io.Writer, o soakOptions) {
 		refused += r.refused[name]
 		parts = append(parts, fmt.Sprintf("%s %d/%d refused", name, r.ops[name], r.refused[name]))
 	}
-	fmt.Fprintf(w, "\nsoak seed %d: %s of operations, %s in all, up to %d Machines\n", o.Seed, o.Duration, r.since(), o.Machines)
+	where := "the simulated platform under machina's controllers"
+	if o.Upstream {
+		where = "the AWS lab under the upstream controllers (-upstream)"
+	}
+	fmt.Fprintf(w, "\nsoak seed %d: %s of operations, %s in all, up to %d Machines, in %s\n", o.Seed, o.Duration, r.since(), o.Machines, where)
 	fmt.Fprintf(w, "operations: %d (%d refused by the apiserver): %s\n", total, refused, strings.Join(parts, ", "))
 	fmt.Fprintf(w, "manager SIGKILLs: %d; cloud faults injected: %d (fault sets %d); instances killed: %d\n",
 		r.kills, r.faultsInjected, r.faultSets, r.instancesKilled)
@@ -114,7 +118,11 @@ func (r *soakReport) print(w io.Writer, o soakOptions) {
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(w, "%d violations; replay with: go run ./bench soak -seed %d -duration %s -machines %d -machinesets %d\n",
-			bad, o.Seed, o.Duration, o.Machines, o.Sets)
+		flag := ""
+		if o.Upstream {
+			flag = " -upstream"
+		}
+		fmt.Fprintf(w, "%d violations; replay with: go run ./bench soak%s -seed %d -duration %s -machines %d -machinesets %d\n",
+			bad, flag, o.Seed, o.Duration, o.Machines, o.Sets)
 	}
 }
