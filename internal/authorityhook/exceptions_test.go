@@ -98,6 +98,10 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
 		{"Machine API controller reports Paused on a Machine mirror with the lifecycle-hook conditions of its spec", mapiController,
 			"machine.openshift.io/Machine", wStatus, hooked("True", "True"), ""},
+		// A Machine handed over before machine-api-operator's Machine controller provisioned it
+		// has no phase; that controller's paused write records the empty one it found.
+		{"Machine API controller reports Paused with the empty phase of a Machine mirror that has none", mapiController,
+			"machine.openshift.io/Machine", wStatus, strings.Replace(hooked("True", "True"), `{"status":{`, `{"status":{"phase":"",`, 1), ""},
 		{"Machine API controller reports a Drainable condition a Machine mirror's spec does not give", mapiController,
 			"machine.openshift.io/Machine", wStatus, hooked("False", "True"),
 			"status: Forbidden: Machine mx-machine is a mirror: the Cluster API is authoritative (ClusterAPI)"},
