@@ -120,7 +120,7 @@ func runSoak(o soakOptions) (*soakReport, error) {
 		e.keep = true
 		return nil, err
 	}
-	s.check = newChecker(s.e, s.rep, plat.region)
+	s.check = newChecker(s.e, s.rep, plat.region, plat.terminating)
 	ctx, stopCheck := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.check.run(ctx) }()

@@ -93,6 +93,8 @@ type checker struct {
 	e      *env
 	rep    *soakReport
 	region string // where the cloud's instances are listed
+	// terminating is how long an object may be Terminating (soakPlatform.terminating).
+	terminating time.Duration
 
 	mu            sync.Mutex
 	faultsStopped time.Time
@@ -101,8 +103,8 @@ type checker struct {
 	reported      map[string]bool // one report per invariant and object
 }
 
-func newChecker(e *env, rep *soakReport, region string) *checker {
-	return &checker{e: e, rep: rep, region: region, pendingSince: map[string]time.Time{}, orphanSince: map[string]time.Time{}, reported: map[string]bool{}}
+func newChecker(e *env, rep *soakReport, region string, terminating time.Duration) *checker {
+	return &checker{e: e, rep: rep, region: region, terminating: terminating, pendingSince: map[string]time.Time{}, orphanSince: map[string]time.Time{}, reported: map[string]bool{}}
 }
 
 // note prints an event of the run with its time, for reading next to the violations.
@@ -204,7 +206,7 @@ func (c *checker) checkTerminating(s *snapshot) {
 		if dt == nil {
 			return
 		}
-		if age := s.at.Sub(dt.Time); age > 60*time.Second {
+		if age := s.at.Sub(dt.Time); age > c.terminating {
 			c.once(invTerminating, kind+"/"+string(o.GetUID()), "%s %s/%s Terminating for %s (since %s), finalizers %v",
 				kind, o.GetNamespace(), o.GetName(), age.Round(time.Second), dt.Format(time.TimeOnly), o.GetFinalizers())
 		}

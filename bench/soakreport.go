@@ -15,7 +15,7 @@ import (
 const (
 	invInstances   = "one instance per Machine pair (no duplicate, no leak, none missing)"
 	invActive      = "at most one active side per pair"
-	invTerminating = "nothing Terminating longer than 60s"
+	invTerminating = "nothing Terminating longer than 60s (180s under the upstream controllers)"
 	invPending     = "no migration pending longer than 120s after faults stop"
 	invSynced      = "every pair ends Synchronized with matching specs"
 )

@@ -35,6 +35,8 @@ type soakPlatform struct {
 	region string
 	// faultOps are the cloud calls the controllers make; the soak's faults hit only these.
 	faultOps []string
+	// terminating bounds how long the checker lets an object be Terminating.
+	terminating time.Duration
 	// seed creates the cluster's objects, starts whatever runs beside machina's manager and
 	// returns how to make MachineSet i of the workload, named name.
 	seed func(ctx context.Context, s *soak, kubeconfig []byte) (func(name string, i int, replicas int32) *machinev1beta1.MachineSet, error)
@@ -52,13 +54,23 @@ var ec2FaultOps = append(append([]string{}, simFaultOps...),
 	"DescribeImages", "DescribeSubnets", "DescribeSecurityGroups",
 	"DescribeNetworkInterfaces", "ModifyNetworkInterfaceAttribute", "CreateTags")
 
+// upstreamTerminating bounds a deletion under machine-api-operator's Machine controller, which
+// is slower than machina's by design: it terminates the instance only once its drain
+// controller has marked the Machine Drained (a pass of its own), then looks again every 30 s
+// (its requeueAfter) until the instance is gone, and only then deletes the Node and its
+// finalizer; and one worker serves every Machine, each pass waiting on its EC2 calls, which the
+// faults slow. Under the soak's faults its deletions took up to 115 s (seed 45031: 33 s in the
+// queue between the Drained condition and the pass that terminates). A deletion that never ends still fails the bound, and the end state
+// (nothing still being deleted) in any case.
+const upstreamTerminating = 180 * time.Second
+
 func soakPlatformFor(o soakOptions) soakPlatform {
 	if o.Upstream {
 		return soakPlatform{name: "aws, upstream controllers", env: envOptions{groups: upstream.Groups, ec2: true, verbosity: o.Verbosity},
-			region: api.DefaultAWSRegion, faultOps: ec2FaultOps, seed: seedUpstream}
+			region: api.DefaultAWSRegion, faultOps: ec2FaultOps, terminating: upstreamTerminating, seed: seedUpstream}
 	}
 	return soakPlatform{name: "sim", env: envOptions{groups: "*", verbosity: o.Verbosity}, region: soakRegion, faultOps: simFaultOps,
-		seed: seedSim}
+		terminating: 60 * time.Second, seed: seedSim}
 }
 
 // seedSim is the simulated provider's cluster "soak"; MachineSets alternate between two zones.
