@@ -11,6 +11,7 @@
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
 //	go run ./bench mirror -n 1000        # first mirroring: the sync starts after 1000 Machine API Machines are Running
 //	go run ./bench soak -duration 10m -machines 60 -seed 1  # random traffic, kills and faults; checks invariants
+//	go run ./bench soak -upstream -duration 10m -seed 1  # the same beside machine-api-operator, the upstream core and CAPA
 //
 // Each run starts a fresh lab (etcd + kube-apiserver), the simulated cloud with zero delays
 // and its kubelet in this process, and `machina manager` as a child process, so the
