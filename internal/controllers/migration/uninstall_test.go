@@ -12,6 +12,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -162,12 +163,16 @@ func removeMachina(t *testing.T, e *testenv.Env) {
 		objs = append(objs, &checks.Items[i])
 	}
 	for _, o := range objs {
-		if !controllerutil.ContainsFinalizer(o, synccommon.SyncFinalizer) {
-			continue
-		}
-		base := o.DeepCopyObject().(client.Object)
-		controllerutil.RemoveFinalizer(o, synccommon.SyncFinalizer)
-		if err := client.IgnoreNotFound(e.Client.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))); err != nil {
+		// machine-api-operator's controllers write these objects too: read again on a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || !controllerutil.ContainsFinalizer(o, synccommon.SyncFinalizer) {
+				return err
+			}
+			base := o.DeepCopyObject().(client.Object)
+			controllerutil.RemoveFinalizer(o, synccommon.SyncFinalizer)
+			return e.Client.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		})
+		if client.IgnoreNotFound(err) != nil {
 			t.Fatalf("taking the sync finalizer off %T %s: %v", o, o.GetName(), err)
 		}
 	}
