@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -83,15 +84,6 @@ func startUpUpstream(ctx context.Context, l *lab.Lab, front *ec2.Front, progress
 		return nil, err
 	}
 	fmt.Fprintf(progress, "machina up: upstream controllers running: machine-api-operator (logs %s), Cluster API core (log %s)\n",
-		strings.Join(sortedValues(c.MAO.LogPaths), ", "), c.Core.LogPath)
+		strings.Join(slices.Sorted(maps.Values(c.MAO.LogPaths)), ", "), c.Core.LogPath)
 	return c, nil
-}
-
-func sortedValues(m map[string]string) []string {
-	var out []string
-	for _, v := range m {
-		out = append(out, v)
-	}
-	slices.Sort(out)
-	return out
 }
