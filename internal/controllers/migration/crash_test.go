@@ -246,6 +246,7 @@ func testOwnLab(t *testing.T, pc platformCase) {
 	if e.Upstream != nil {
 		// The other labs' checks are machina's, tested in TestMachineHealthCheckMigration.
 		t.Run("MachineHealthCheckHandover", func(t *testing.T) { testMHCHandoverOn(t, e.For(t), pc) })
+		t.Run("MixedClusterRemediation", func(t *testing.T) { testMixedRemediationOn(t, e.For(t), pc) })
 		// Last: machina is gone afterwards.
 		t.Run("Uninstall_MachineAPIOperatorTakesOver", func(t *testing.T) { testUninstall(t, e.For(t), pc) })
 	}

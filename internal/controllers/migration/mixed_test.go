@@ -17,29 +17,46 @@ import (
 //   - a Machine API check deletes the Machine API copy; for the Cluster API-owned Machine the
 //     deletion reaches its Cluster API copy and the Cluster API MachineSet replaces it;
 //   - a Cluster API check marks the Cluster API copy OwnerRemediated=False; for the Machine
-//     API-owned Machine the sync carries that over and deletes the authoritative Machine API
-//     copy, and the Machine API MachineSet replaces it.
+//     API-owned Machine, whose Cluster API copy is a paused mirror the Cluster API check
+//     controller leaves out, the sync's health check of mirrors marks it, the sync carries
+//     that over and deletes the authoritative Machine API copy, and the Machine API
+//     MachineSet replaces it.
 //
-// A third set's Machine API MachineSet keeps its authority while its Machine is handed to the
-// Cluster API alone: the Cluster API check then marks a Cluster API-authoritative Machine
-// whose owning Cluster API MachineSet is a paused mirror, which never replaces it, so the
-// sync deletes the Machine for it and the Machine API MachineSet replaces it.
+// Then the Machine API-owned set's Machine is handed to the Cluster API alone: the Cluster
+// API check marks a Cluster API-authoritative Machine whose owning Cluster API MachineSet is
+// a paused mirror, which never replaces it, so the sync deletes the Machine for it and the
+// Machine API MachineSet replaces it.
 //
 // Only the check with authority acts (breakAndWaitRemediatedBy counts both checks' events).
 func TestMixedClusterHealthCheck(t *testing.T) {
 	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
 	e.SeedCluster("lab")
+	mixedRemediation(t, e, "mixed", func(name string) *machinev1beta1.MachineSet { return machineSet(name, 1) }, true)
+}
+
+// testMixedRemediationOn runs the mixed cluster in the upstream lab, beside machine-api-operator's
+// and the upstream core's checks, for the rows where the check and the Machine belong to
+// different APIs (MachineHealthCheckHandover covers the others there).
+func testMixedRemediationOn(t *testing.T, e *testenv.Env, pc platformCase) {
+	mixedRemediation(t, e, pc.name("mixed"), func(name string) *machinev1beta1.MachineSet { return platformSet(pc, name, 1, pc.small) }, false)
+}
+
+// mixedRemediation creates the sets check-m (Machine API) and check-c (Cluster API) and the
+// check over both, then remediates under each owner of the check: every row of the table in
+// docs/migration.md, or with sameAPI false only those where check and Machine differ.
+func mixedRemediation(t *testing.T, e *testenv.Env, check string, newSet func(string) *machinev1beta1.MachineSet, sameAPI bool) {
 	ctx := context.Background()
-	const role, check = "mixed-worker", "mixed"
+	const roleLabel = "machine.openshift.io/cluster-api-machine-role"
+	role := check + "-worker"
+	mapiSet, capiSet := check+"-m", check+"-c"
 	sets := map[string]machinev1beta1.MachineAuthority{
-		"mixed-m": machinev1beta1.MachineAuthorityMachineAPI,
-		"mixed-c": machinev1beta1.MachineAuthorityClusterAPI,
-		"mixed-x": machinev1beta1.MachineAuthorityMachineAPI,
+		mapiSet: machinev1beta1.MachineAuthorityMachineAPI,
+		capiSet: machinev1beta1.MachineAuthorityClusterAPI,
 	}
 	for name := range sets {
-		ms := machineSet(name, 1)
-		ms.Spec.Template.Labels["machine.openshift.io/cluster-api-machine-role"] = role
+		ms := newSet(name)
+		ms.Spec.Template.Labels[roleLabel] = role
 		if err := e.Client.Create(ctx, ms); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +67,7 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 			moveSet(t, e, name, owner)
 		}
 	}
-	if err := e.Client.Create(ctx, healthCheck(check, map[string]string{"machine.openshift.io/cluster-api-machine-role": role})); err != nil {
+	if err := e.Client.Create(ctx, healthCheck(check, map[string]string{roleLabel: role})); err != nil {
 		t.Fatal(err)
 	}
 	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityMachineAPI, "")
@@ -62,14 +79,18 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 			assertOwner(t, e.For(t), name, sets[name])
 		}
 	}
-	t.Run("MachineAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityMachineAPI, "mixed-m", "mixed-c") })
+	byMAPI, byCAPI := []string{capiSet}, []string{mapiSet}
+	if sameAPI {
+		byMAPI, byCAPI = []string{mapiSet, capiSet}, []string{mapiSet, capiSet}
+	}
+	t.Run("MachineAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityMachineAPI, byMAPI...) })
 
 	requestCheck(t, e, check, machinev1beta1.MachineAuthorityClusterAPI)
 	waitCheckSettled(t, e, check, machinev1beta1.MachineAuthorityClusterAPI, migration.CompletedReason)
-	t.Run("ClusterAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityClusterAPI, "mixed-m", "mixed-c") })
+	t.Run("ClusterAPICheck", func(t *testing.T) { remediate(t, machinev1beta1.MachineAuthorityClusterAPI, byCAPI...) })
 	t.Run("ClusterAPICheck_MachineMovedAlone", func(t *testing.T) {
-		moveMachines(t, e.For(t), "mixed-x", machinev1beta1.MachineAuthorityClusterAPI)
-		remediate(t, machinev1beta1.MachineAuthorityClusterAPI, "mixed-x")
+		moveMachines(t, e.For(t), mapiSet, machinev1beta1.MachineAuthorityClusterAPI)
+		remediate(t, machinev1beta1.MachineAuthorityClusterAPI, mapiSet)
 	})
 }
 

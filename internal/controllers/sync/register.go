@@ -1,5 +1,7 @@
 // Package sync registers the sync controller group: live two-way mirroring of Machines (and,
-// as they land, MachineSets and MachineHealthChecks) between the Machine API and Cluster API.
+// as they land, MachineSets and MachineHealthChecks) between the Machine API and Cluster API,
+// and the health check of mirrors that carries a Cluster API check over to Machines the
+// Machine API owns.
 package sync
 
 import (
@@ -7,6 +9,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/machinehealthcheck"
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesetsync"
 	"github.com/machina-dev/machina/internal/controllers/sync/machinesync"
 	"github.com/machina-dev/machina/internal/controllers/sync/mhcsync"
@@ -55,7 +58,14 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&mhcsync.Reconciler{
+	if err := (&mhcsync.Reconciler{
 		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machinehealthcheck"),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// Cluster API-owned checks over Machines the Machine API owns: the Cluster API check
+	// controllers leave their paused mirrors out (clusterapi/machinehealthcheck, mirrors.go).
+	return (&machinehealthcheck.Reconciler{
+		Client: mgr.GetClient(), Recorder: events.For(mgr, "sync-mirror-machinehealthcheck"), Mirrors: true,
 	}).SetupWithManager(mgr)
 }

@@ -7,9 +7,13 @@
 // HealthCheckSucceeded condition. Unless remediation.triggerIf short-circuits it
 // (RemediationAllowed=False), it asks for remediation: OwnerRemediated=False for the
 // Machine's owner (a MachineSet deletes and replaces it), or an external remediation request
-// cloned from remediation.templateRef. Machines with cluster.x-k8s.io/skip-remediation (or
-// paused, unless only as the mirror of a Machine API-owned Machine) are not targets: neither
-// checked, counted nor remediated. It requeues itself at the next timeout instead of polling.
+// cloned from remediation.templateRef. Machines with cluster.x-k8s.io/skip-remediation or
+// cluster.x-k8s.io/paused are not targets: neither checked, counted nor remediated, as in the
+// upstream core. It requeues itself at the next timeout instead of polling.
+//
+// The same Reconciler in Mirrors mode (mirrors.go, run by the sync group) covers what that
+// leaves out in a cluster migrating between the APIs: the paused Cluster API mirrors of
+// Machines the Machine API owns, under a check the Cluster API owns.
 package machinehealthcheck
 
 import (
@@ -53,8 +57,11 @@ const RemoteRetry = 5 * time.Second
 // Reconciler reconciles cluster.x-k8s.io MachineHealthChecks.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Clients
+	Remote   *remote.Clients // the workload clusters' Nodes; nil: the Nodes of Client's cluster
 	Recorder record.EventRecorder
+	// Mirrors makes this the sync's health check of mirrors (mirrors.go) instead of the
+	// Cluster API MachineHealthCheck controller.
+	Mirrors bool
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinehealthchecks;machinehealthchecks/status,verbs=get;list;watch;update;patch
@@ -66,6 +73,9 @@ type Reconciler struct {
 // SetupWithManager registers the controller with watches on Machines, Clusters and (for a
 // self-hosted workload cluster, like the lab) Nodes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Mirrors {
+		return r.setupMirrors(mgr)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-machinehealthcheck").
 		For(&clusterv1.MachineHealthCheck{}).
@@ -131,6 +141,9 @@ func selects(mhc *clusterv1.MachineHealthCheck, m *clusterv1.Machine) bool {
 // Reconcile evaluates the targets of one MachineHealthCheck, reports on each and asks for
 // the remediation of the unhealthy ones when allowed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	if r.Mirrors {
+		return r.reconcileMirrors(ctx, req)
+	}
 	mhc := &clusterv1.MachineHealthCheck{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -193,6 +206,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 
+	return r.reportAll(ctx, mhc, targets, allowed, next)
+}
+
+// reportAll reports on each target (report) and says when to look again: soon after a
+// conflict, else at the next timeout (next).
+func (r *Reconciler) reportAll(ctx context.Context, mhc *clusterv1.MachineHealthCheck, targets []*target, allowed bool, next time.Duration) (ctrl.Result, error) {
 	var errs []error
 	conflict := false
 	for _, t := range targets {

@@ -33,12 +33,11 @@ type target struct {
 }
 
 // optedOut reports whether the Machine is left out of health checks, as upstream leaves it:
-// the skip-remediation annotation, or the paused annotation — unless the pause only marks the
-// mirror of a Machine the Machine API owns, whose remediation the sync carries over to the
-// Machine API (gate.PausedAsMirror).
-func optedOut(m *clusterv1.Machine) bool {
+// the skip-remediation annotation, or the paused annotation. In Mirrors mode a pause that only
+// marks the mirror of a Machine the Machine API owns (gate.PausedAsMirror) does not opt out.
+func (r *Reconciler) optedOut(m *clusterv1.Machine) bool {
 	_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-	paused := gate.HasPausedAnnotation(m) && !gate.PausedAsMirror(m)
+	paused := gate.HasPausedAnnotation(m) && !(r.Mirrors && gate.PausedAsMirror(m))
 	return skip || paused
 }
 
@@ -63,7 +62,7 @@ func (r *Reconciler) targets(ctx context.Context, mhc *clusterv1.MachineHealthCh
 	needNodes := false
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !m.DeletionTimestamp.IsZero() || m.Spec.ClusterName != mhc.Spec.ClusterName || sel.Empty() || optedOut(m) {
+		if !m.DeletionTimestamp.IsZero() || m.Spec.ClusterName != mhc.Spec.ClusterName || sel.Empty() || r.optedOut(m) {
 			continue
 		}
 		out = append(out, &target{machine: m})
@@ -72,7 +71,7 @@ func (r *Reconciler) targets(ctx context.Context, mhc *clusterv1.MachineHealthCh
 	if !needNodes {
 		return out, nil
 	}
-	wc, err := r.Remote.Client(ctx, cluster.Namespace, cluster.Name)
+	wc, err := r.nodeReader(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -141,22 +141,28 @@ func TestAssessCountsFailingMachinesWithinTheirTimeout(t *testing.T) {
 	}
 }
 
-// Machines with skip-remediation, or paused other than as a mirror, are not targets.
+// Machines with skip-remediation, or paused, are not targets of the check's controller, as
+// upstream; in Mirrors mode a paused mirror of a Machine API Machine is.
 func TestOptedOut(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		annotations map[string]string
-		finalizers  []string
-		out         bool
+		name            string
+		annotations     map[string]string
+		finalizers      []string
+		out, outMirrors bool
 	}{
-		{"plain", nil, nil, false},
-		{"skip-remediation", map[string]string{clusterv1.MachineSkipRemediationAnnotation: ""}, nil, true},
-		{"paused", map[string]string{clusterv1.PausedAnnotation: ""}, nil, true},
-		{"paused mirror of a Machine API Machine", map[string]string{clusterv1.PausedAnnotation: ""}, []string{gate.SyncFinalizer}, false},
+		{"plain", nil, nil, false, false},
+		{"skip-remediation", map[string]string{clusterv1.MachineSkipRemediationAnnotation: ""}, nil, true, true},
+		{"paused", map[string]string{clusterv1.PausedAnnotation: ""}, nil, true, true},
+		{"paused mirror of a Machine API Machine", map[string]string{clusterv1.PausedAnnotation: ""}, []string{gate.SyncFinalizer}, true, false},
+		{"skip-remediation on a mirror", map[string]string{clusterv1.PausedAnnotation: "", clusterv1.MachineSkipRemediationAnnotation: ""},
+			[]string{gate.SyncFinalizer}, true, true},
 	} {
 		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations, Finalizers: tc.finalizers}}
-		if got := optedOut(m); got != tc.out {
+		if got := (&Reconciler{}).optedOut(m); got != tc.out {
 			t.Errorf("%s: opted out %v, want %v", tc.name, got, tc.out)
+		}
+		if got := (&Reconciler{Mirrors: true}).optedOut(m); got != tc.outMirrors {
+			t.Errorf("%s, Mirrors mode: opted out %v, want %v", tc.name, got, tc.outMirrors)
 		}
 	}
 }
