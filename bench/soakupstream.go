@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/klog/v2"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
@@ -108,8 +106,7 @@ func seedUpstream(ctx context.Context, s *soak, kc []byte) (func(string, int, in
 	sctx, cancel := context.WithTimeout(ctx, 40*time.Minute)
 	defer cancel()
 	c, err := upstream.Start(sctx, s.e.lab, upstream.Options{
-		AWS: awsactuator.Config{EC2Endpoint: front.URL(), ELBEndpoint: front.URL() + ec2.PathELB, ELBv2Endpoint: front.URL() + ec2.PathELBv2,
-			Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")},
+		AWS:                 upstream.LabAWS(front.URL()),
 		MachineAPINamespace: mapiNS, Progress: os.Stderr,
 	})
 	if err != nil {

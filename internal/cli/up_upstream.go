@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/ec2"
-	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
@@ -66,8 +64,7 @@ func startUpUpstream(ctx context.Context, l *lab.Lab, front *ec2.Front, progress
 	fmt.Fprintf(progress, "machina up: starting machine-api-operator %s's controllers and the Cluster API core %s; "+
 		"their first start builds them (about 10 minutes on 2 cores)\n", lab.MAOVersion, lab.ClusterctlVersion)
 	c, err := upstream.Start(ctx, l, upstream.Options{
-		AWS: awsactuator.Config{EC2Endpoint: front.URL(), ELBEndpoint: front.URL() + ec2.PathELB, ELBv2Endpoint: front.URL() + ec2.PathELBv2,
-			Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")},
+		AWS:                 upstream.LabAWS(front.URL()),
 		MachineAPINamespace: mapiNS, Progress: progress,
 	})
 	if err != nil {

@@ -4,10 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
-	"github.com/machina-dev/machina/internal/cloud/ec2"
-	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
@@ -31,8 +27,7 @@ func (e *Env) StartUpstream() *upstream.Controllers {
 	start := time.Now()
 	mapiNS, _ := manager.Env{}.Namespaces()
 	c, err := upstream.Start(ctx, e.Lab, upstream.Options{
-		AWS: awsactuator.Config{EC2Endpoint: e.EC2URL, ELBEndpoint: e.EC2URL + ec2.PathELB, ELBv2Endpoint: e.EC2URL + ec2.PathELBv2,
-			Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")},
+		AWS:                 upstream.LabAWS(e.EC2URL),
 		MachineAPINamespace: mapiNS, Progress: labtest.LogWriter(e.T),
 	})
 	if err != nil {

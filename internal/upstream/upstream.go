@@ -29,6 +29,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/controllers/aws/maomachine"
 	"github.com/machina-dev/machina/internal/lab"
@@ -38,6 +41,13 @@ import (
 // cluster-capi-operator's migration (sync, migration, the authority webhook) and the
 // operator metrics.
 const Groups = "sync,migration,admission,opsmetrics"
+
+// LabAWS is the EC2 actuator's configuration for the lab's EC2 front at url (its EC2, ELB and
+// ELBv2 endpoints) with the lab key pair.
+func LabAWS(url string) awsactuator.Config {
+	return awsactuator.Config{EC2Endpoint: url, ELBEndpoint: url + ec2.PathELB, ELBv2Endpoint: url + ec2.PathELBv2,
+		Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")}
+}
 
 // Options configure Start.
 type Options struct {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	maoctrl "github.com/openshift/machine-api-operator/pkg/controller/machine"
 	corev1 "k8s.io/api/core/v1"
@@ -23,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
 	"github.com/machina-dev/machina/internal/controllers/aws/maomachine"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/testenv"
+	"github.com/machina-dev/machina/internal/upstream"
 )
 
 // maoRBACManifest is where machine-api-operator's module keeps the RBAC of its controllers.
@@ -143,10 +142,7 @@ func startController(t *testing.T, env *testenv.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := maomachine.NewManager(cfg, lab.MAONamespace, awsactuator.Config{
-		EC2Endpoint: env.EC2URL, ELBEndpoint: env.EC2URL + ec2.PathELB, ELBv2Endpoint: env.EC2URL + ec2.PathELBv2,
-		Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, ""),
-	})
+	mgr, err := maomachine.NewManager(cfg, lab.MAONamespace, upstream.LabAWS(env.EC2URL))
 	if err != nil {
 		t.Fatal(err)
 	}
