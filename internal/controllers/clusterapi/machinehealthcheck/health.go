@@ -37,7 +37,7 @@ type target struct {
 // marks the mirror of a Machine the Machine API owns (gate.PausedAsMirror) does not opt out.
 func (r *Reconciler) optedOut(m *clusterv1.Machine) bool {
 	_, skip := m.Annotations[clusterv1.MachineSkipRemediationAnnotation]
-	paused := gate.HasPausedAnnotation(m) && !(r.Mirrors && gate.PausedAsMirror(m))
+	paused := gate.HasPausedAnnotation(m) && (!r.Mirrors || !gate.PausedAsMirror(m))
 	return skip || paused
 }
 
