@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -41,6 +40,9 @@ const (
 	RemediationAllowed     = "RemediationAllowed"
 	// RemediationPausedReason: the check has the cluster.x-k8s.io/paused annotation.
 	RemediationPausedReason = "RemediationPaused"
+	// RemediationRestrictedEvent is the reason of the Warning event sent when the check
+	// turns TooManyUnhealthy (the Machine API's own health check uses the same).
+	RemediationRestrictedEvent = "RemediationRestricted"
 )
 
 // Reconciler reconciles machine.openshift.io MachineHealthChecks.
@@ -137,12 +139,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	v.writeStatus(mhc)
 	switch {
 	case gate.HasPausedAnnotation(mhc):
-		r.reportCond(mhc, corev1.EventTypeNormal, RemediationPausedReason,
+		r.reportCond(mhc, corev1.EventTypeNormal, RemediationPausedReason, RemediationPausedReason,
 			"Remediation is paused: the MachineHealthCheck has the "+clusterv1.PausedAnnotation+" annotation")
 		return ctrl.Result{}, nil
 	case !v.allowed:
 		// Nothing is remediated; requests of Machines that recovered still go.
-		r.reportCond(mhc, corev1.EventTypeWarning, TooManyUnhealthyReason, v.shortCircuitMessage(mhc))
+		r.reportCond(mhc, corev1.EventTypeWarning, TooManyUnhealthyReason, RemediationRestrictedEvent, v.shortCircuitMessage(mhc))
 		if err := r.forgetRemediations(ctx, mhc, targets); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -167,6 +169,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // verdict is what one pass concluded about a check's targets.
 type verdict struct {
 	expected, healthy int
+	// deleting are the targets being deleted: not healthy, and left alone.
+	deleting int
 	// unhealthy failed a check past its timeout: they are what remediation acts on.
 	unhealthy []*target
 	// maxUnhealthy is spec.maxUnhealthy scaled to the targets.
@@ -181,11 +185,17 @@ type verdict struct {
 // assess evaluates every target and counts them the way upstream health checks do: a target
 // is healthy only when it has a Node and fails no check, not even one whose timeout is still
 // running, so an outage that takes Nodes down one after another stops remediation before
-// the timeouts make the Machines eligible for it.
+// the timeouts make the Machines eligible for it. A Machine being deleted (remediated a pass
+// before, or scaled down) is not healthy until it is gone, so remediations cannot cascade
+// past maxUnhealthy while earlier ones are still under way.
 func assess(mhc *machinev1beta1.MachineHealthCheck, targets []target, now time.Time) (verdict, error) {
 	v := verdict{expected: len(targets)}
 	for i := range targets {
 		t := &targets[i]
+		if t.deleting() {
+			v.deleting++
+			continue
+		}
 		t.evaluate(mhc, now)
 		switch {
 		case t.unhealthy:
@@ -198,14 +208,11 @@ func assess(mhc *machinev1beta1.MachineHealthCheck, targets []target, now time.T
 			v.healthy++
 		}
 	}
-	v.maxUnhealthy = v.expected
-	if mhc.Spec.MaxUnhealthy != nil {
-		n, err := intstr.GetScaledValueFromIntOrPercent(mhc.Spec.MaxUnhealthy, v.expected, false)
-		if err != nil {
-			return v, err
-		}
-		v.maxUnhealthy = n
+	n, err := maxUnhealthy(mhc.Spec.MaxUnhealthy, v.expected)
+	if err != nil {
+		return v, err
 	}
+	v.maxUnhealthy = n
 	v.allowed = v.expected-v.healthy <= v.maxUnhealthy
 	return v, nil
 }
@@ -229,14 +236,17 @@ func (v *verdict) shortCircuitMessage(mhc *machinev1beta1.MachineHealthCheck) st
 		sort.Strings(names)
 		msg += "; unhealthy and waiting for remediation: " + strings.Join(names, ", ")
 	}
+	if v.deleting > 0 {
+		msg += fmt.Sprintf("; %d being deleted", v.deleting)
+	}
 	return msg
 }
 
-// reportCond sets RemediationAllowed=False with the reason, and sends an event when that
-// changed the condition.
-func (r *Reconciler) reportCond(mhc *machinev1beta1.MachineHealthCheck, typ, reason, msg string) {
+// reportCond sets RemediationAllowed=False with the reason, and sends an event (of its own
+// reason) when that changed the condition.
+func (r *Reconciler) reportCond(mhc *machinev1beta1.MachineHealthCheck, typ, reason, eventReason, msg string) {
 	if setCond(mhc, corev1.ConditionFalse, reason, msg) {
-		events.Eventf(r.Recorder, mhc, typ, reason, "%s", msg)
+		events.Eventf(r.Recorder, mhc, typ, eventReason, "%s", msg)
 	}
 }
 

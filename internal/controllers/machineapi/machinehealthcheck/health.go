@@ -3,6 +3,7 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,7 +32,13 @@ type target struct {
 	nextCheck time.Duration
 }
 
-// targets lists the selected Machines that are not being deleted, with their Nodes.
+// deleting reports whether the target's Machine is being deleted: it is not healthy, and
+// not remediated again.
+func (t *target) deleting() bool { return !t.machine.DeletionTimestamp.IsZero() }
+
+// targets lists the selected Machines with their Nodes. Machines being deleted are listed
+// too: assess counts them as not healthy until they are gone, so a remediation in progress
+// still counts against maxUnhealthy.
 func (r *Reconciler) targets(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck) ([]target, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&mhc.Spec.Selector)
 	if err != nil {
@@ -43,9 +51,6 @@ func (r *Reconciler) targets(ctx context.Context, mhc *machinev1beta1.MachineHea
 	var out []target
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !m.DeletionTimestamp.IsZero() {
-			continue
-		}
 		t := target{machine: m}
 		if m.Status.NodeRef != nil {
 			var n corev1.Node
@@ -113,4 +118,25 @@ func (t *target) evaluate(mhc *machinev1beta1.MachineHealthCheck, now time.Time)
 	if len(reasons) > 0 {
 		t.unhealthy, t.reason = true, strings.Join(reasons, "; ")
 	}
+}
+
+// maxUnhealthy scales spec.maxUnhealthy to the number of targets: a number, given as an
+// integer or as a string without '%' (the CRD's pattern allows "3"), is a count; a
+// percentage rounds down. Unset means 100%; a negative count allows none.
+func maxUnhealthy(v *intstr.IntOrString, targets int) (int, error) {
+	if v == nil {
+		return targets, nil
+	}
+	if v.Type == intstr.Int {
+		return max(0, v.IntValue()), nil
+	}
+	s, percent := strings.CutSuffix(v.StrVal, "%")
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid value %q: want a count such as 3 or a percentage such as 40%%", v.StrVal)
+	}
+	if percent {
+		n = n * targets / 100
+	}
+	return max(0, n), nil
 }

@@ -113,7 +113,7 @@ func TestStartupTimeoutCountsFromLastUpdated(t *testing.T) {
 }
 
 // Cleaning up external remediation requests deletes the ones that exist for Machines that
-// are healthy again, and sends no DELETE for the others.
+// are healthy again, and sends no DELETE for the others (nor for a Machine being deleted).
 func TestForgetRemediationsDeletesOnlyWhatExists(t *testing.T) {
 	now := time.Now()
 	request := func(name string, owner *machinev1beta1.Machine) *unstructured.Unstructured {
@@ -127,9 +127,11 @@ func TestForgetRemediationsDeletesOnlyWhatExists(t *testing.T) {
 	}
 	healthy, recovered, sick := machineCreated("healthy", time.Hour, now), machineCreated("recovered", time.Hour, now),
 		machineCreated("sick", time.Hour, now)
+	going := machineCreated("going", time.Hour, now) // remediated already: its request goes with it
+	going.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 	var deleted []string
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).
-		WithObjects(request("recovered", recovered), request("sick", sick)).
+		WithObjects(request("recovered", recovered), request("sick", sick), request("going", going)).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
 			deleted = append(deleted, o.GetName())
 			return c.Delete(ctx, o, opts...)
@@ -137,7 +139,7 @@ func TestForgetRemediationsDeletesOnlyWhatExists(t *testing.T) {
 	mhc := check("")
 	mhc.Namespace = "ns"
 	mhc.Spec.RemediationTemplate = &corev1.ObjectReference{APIVersion: "remediation.example.com/v1", Kind: "SimRemediationTemplate", Name: "t"}
-	targets := []target{{machine: healthy}, {machine: recovered}, {machine: sick, unhealthy: true}}
+	targets := []target{{machine: healthy}, {machine: recovered}, {machine: sick, unhealthy: true}, {machine: going}}
 	if err := (&Reconciler{Client: c}).forgetRemediations(context.Background(), mhc, targets); err != nil {
 		t.Fatal(err)
 	}

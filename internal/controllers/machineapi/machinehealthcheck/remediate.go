@@ -77,7 +77,7 @@ func (r *Reconciler) requestExternal(ctx context.Context, mhc *machinev1beta1.Ma
 }
 
 // forgetRemediations removes the external remediation requests of targets that are no
-// longer unhealthy. It lists the requests in the namespace once and deletes only those that
+// longer unhealthy (a Machine being deleted keeps its request, which goes with it). It lists the requests in the namespace once and deletes only those that
 // exist and belong to such a Machine, rather than sending a DELETE for every healthy Machine.
 func (r *Reconciler) forgetRemediations(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target) error {
 	ref := mhc.Spec.RemediationTemplate
@@ -93,7 +93,7 @@ func (r *Reconciler) forgetRemediations(ctx context.Context, mhc *machinev1beta1
 	}
 	recovered := map[types.UID]*machinev1beta1.Machine{}
 	for _, t := range targets {
-		if !t.unhealthy {
+		if !t.unhealthy && !t.deleting() {
 			recovered[t.machine.UID] = t.machine
 		}
 	}
