@@ -1,6 +1,8 @@
 package machineset
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,22 +74,39 @@ func TestRandomPolicy(t *testing.T) {
 	}
 }
 
-// Under every policy the ranks come before the policy: marked for deletion, then failed (by
-// phase or errorReason), then without a Node, then the rest.
-func TestPriorityBeforePolicy(t *testing.T) {
-	for _, policy := range []string{RandomDeletePolicy, NewestDeletePolicy, OldestDeletePolicy, ""} {
-		ms := running(5)
+// The Machine API's tiers: marked for deletion (annotation with any value) or errored
+// (errorReason, errorMessage or phase Failed) first, ordered among themselves by the policy;
+// then, under Random only, Machines without a Node; then the rest. Under Newest and Oldest a
+// Machine without a Node is ordered by its age like the rest.
+func TestDeleteTiers(t *testing.T) {
+	tiered := func() []*machinev1beta1.Machine {
+		ms := running(6)
 		ms[0].Status.NodeRef = nil
 		ms[1].Status.ErrorReason = ptr.To(machinev1beta1.InvalidConfigurationMachineError)
-		ms[2].Annotations = map[string]string{DeleteMachineAnnotation: "yes"}
+		ms[2].Annotations = map[string]string{DeleteMachineAnnotation: ""}
 		ms[4].Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
-		got := chooseVictims(ms, 5, policy)
-		if got[0].Name != "m2" || got[3].Name != "m0" || got[4].Name != "m3" {
-			t.Errorf("policy %q chose %s, %s, %s, %s, %s; want m2, the failed m1 and m4, m0, m3",
-				policy, got[0].Name, got[1].Name, got[2].Name, got[3].Name, got[4].Name)
+		ms[5].Status.ErrorMessage = ptr.To("the instance is gone")
+		return ms
+	}
+	for policy, want := range map[string]string{
+		NewestDeletePolicy: "m5 m4 m2 m1 m3 m0",
+		OldestDeletePolicy: "m1 m2 m4 m5 m0 m3",
+	} {
+		var got []string
+		for _, m := range chooseVictims(tiered(), 6, policy) {
+			got = append(got, m.Name)
 		}
-		if failed := got[1].Name + got[2].Name; failed != "m1m4" && failed != "m4m1" {
-			t.Errorf("policy %q: %s and %s second and third, want the failed m1 and m4", policy, got[1].Name, got[2].Name)
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s chose %v, want %s", policy, got, want)
+		}
+	}
+	for _, policy := range []string{RandomDeletePolicy, ""} {
+		got := chooseVictims(tiered(), 6, policy)
+		first := []string{got[0].Name, got[1].Name, got[2].Name, got[3].Name}
+		slices.Sort(first)
+		if strings.Join(first, " ") != "m1 m2 m4 m5" || got[4].Name != "m0" || got[5].Name != "m3" {
+			t.Errorf("policy %q chose %s first, then %s, %s; want m1, m2, m4, m5 in any order, then m0 without a Node, then m3",
+				policy, first, got[4].Name, got[5].Name)
 		}
 	}
 }
