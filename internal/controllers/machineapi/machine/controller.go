@@ -30,6 +30,8 @@ import (
 const (
 	// InstanceStateAnnotation mirrors the cloud's state of the Machine's instance.
 	InstanceStateAnnotation = "machine.openshift.io/instance-state"
+	// UnknownInstanceState is the InstanceStateAnnotation of a Failed Machine.
+	UnknownInstanceState = "Unknown"
 	// ExcludeNodeDrainingAnnotation skips the drain when the Machine is deleted.
 	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
 	// NodeMachineAnnotation on a Node names its Machine as <namespace>/<name> (set by NodeLink).

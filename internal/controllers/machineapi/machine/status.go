@@ -35,8 +35,15 @@ func (r *Reconciler) setPhaseQuietly(m *machinev1beta1.Machine, p string) bool {
 	return true
 }
 
-// fail moves the Machine to the terminal Failed phase with a reason and a message.
+// fail moves the Machine to the terminal Failed phase with a reason and a message. The
+// instance's state is Unknown from then on (the Machine's State column), as the Machine API's
+// own controller shows a Failed Machine: nothing looks at the instance again until the
+// Machine is deleted, when the actuator reports the state it finds.
 func (r *Reconciler) fail(m *machinev1beta1.Machine, reason machinev1beta1.MachineStatusError, msg string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[InstanceStateAnnotation] = UnknownInstanceState
 	m.Status.ErrorReason = ptr.To(reason)
 	m.Status.ErrorMessage = ptr.To(msg)
 	r.setPhase(m, machinev1beta1.PhaseFailed)
