@@ -82,19 +82,41 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
+// machineToNodes maps a Machine to the Node it names and the Nodes of its provider ID; when
+// no Node has its provider ID, a Machine not being deleted maps to the Nodes that share one
+// of its internal IPs, so on a platform whose Nodes carry no provider ID a Machine whose
+// address appears after its Node registered is linked then, not at the Node's next change.
+// Each lookup is a cache index, not a list of every Node.
 func (r *Reconciler) machineToNodes(ctx context.Context, o client.Object) []reconcile.Request {
 	m := o.(*machinev1beta1.Machine)
 	var reqs []reconcile.Request
 	if m.Status.NodeRef != nil {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: m.Status.NodeRef.Name}})
 	}
-	if m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
-		var nodes corev1.NodeList
-		if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodeProviderIDIndex: *m.Spec.ProviderID}); err == nil {
-			for _, n := range nodes.Items {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
-			}
-		}
+	byID := r.nodesBy(ctx, nodeProviderIDIndex, ptr.Deref(m.Spec.ProviderID, ""))
+	reqs = append(reqs, byID...)
+	if len(byID) > 0 || !m.DeletionTimestamp.IsZero() {
+		return reqs
+	}
+	for _, ip := range machineIPs(m) {
+		reqs = append(reqs, r.nodesBy(ctx, nodeInternalIPIndex, ip)...)
+	}
+	return reqs
+}
+
+// nodesBy lists the Nodes whose index field has the value (none for an empty one), as
+// requests.
+func (r *Reconciler) nodesBy(ctx context.Context, index, value string) []reconcile.Request {
+	if value == "" {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingFields{index: value}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
 	}
 	return reqs
 }
