@@ -379,6 +379,37 @@ func TestMachineHealthCheckLossy(t *testing.T) {
 	}
 }
 
+// A Cluster API-owned check's features the Machine API has no field for are left out of its
+// Machine API copy with a warning each; the rest converts, and the input is not changed.
+func TestMachineHealthCheckWithoutClusterAPIOnly(t *testing.T) {
+	in := &clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "openshift-cluster-api"}}
+	in.Spec.ClusterName = ctx.ClusterName
+	in.Spec.Checks.UnhealthyNodeConditions = []clusterv1.UnhealthyNodeCondition{{Type: "Ready", Status: "False", TimeoutSeconds: ptr.To[int32](60)}}
+	in.Spec.Checks.UnhealthyMachineConditions = []clusterv1.UnhealthyMachineCondition{{Type: "Ready", Status: "False", TimeoutSeconds: ptr.To[int32](60)}}
+	in.Spec.Remediation.TriggerIf.UnhealthyInRange = "[1-3]"
+	if _, _, errs := convert.ToMachineAPIMachineHealthCheck(in, ctx); len(errs) != 2 {
+		t.Fatalf("whole conversion: want the two features refused, got %v", errs)
+	}
+	part, w := convert.WithoutClusterAPIOnly(in)
+	want := []string{
+		"MachineHealthCheck.spec.checks.unhealthyMachineConditions[0]: Ready is not carried to the Machine API copy: it has no equivalent in the Machine API (it checks Node conditions only)",
+		"MachineHealthCheck.spec.remediation.triggerIf.unhealthyInRange: [1-3] is not carried to the Machine API copy: it has no equivalent in the Machine API (only maxUnhealthy)",
+	}
+	if !equalStrings(w.Strings(), want) {
+		t.Errorf("warnings %q", w.Strings())
+	}
+	if len(in.Spec.Checks.UnhealthyMachineConditions) != 1 || in.Spec.Remediation.TriggerIf.UnhealthyInRange == "" {
+		t.Error("the input was changed")
+	}
+	out, _, errs := convert.ToMachineAPIMachineHealthCheck(part, ctx)
+	if len(errs) > 0 || len(out.Spec.UnhealthyConditions) != 1 {
+		t.Fatalf("the rest does not convert: %v %+v", errs, out)
+	}
+	if same, w := convert.WithoutClusterAPIOnly(part); same != part || w != nil {
+		t.Errorf("a check without such features changed: %v", w)
+	}
+}
+
 func js(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)

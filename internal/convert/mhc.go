@@ -122,19 +122,15 @@ func ToMachineAPIMachineHealthCheck(in *clusterv1.MachineHealthCheck, c Context)
 			Type: uc.Type, Status: uc.Status, Timeout: metav1.Duration{Duration: time.Duration(*uc.TimeoutSeconds) * time.Second},
 		})
 	}
-	for i, mc := range in.Spec.Checks.UnhealthyMachineConditions {
-		r.Unsupported(checks.Child("unhealthyMachineConditions").Index(i), mc.Type, MachineAPI+" (it checks Node conditions only)")
+	for _, f := range clusterAPIOnly(in) {
+		r.Unsupported(f.path, f.value, f.target)
 	}
 	if s := in.Spec.Checks.NodeStartupTimeoutSeconds; s != nil {
 		out.Spec.NodeStartupTimeout = &metav1.Duration{Duration: time.Duration(*s) * time.Second}
 	}
-	rem := spec.Child("remediation")
 	if v := in.Spec.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo; v != nil {
 		mu := *v
 		out.Spec.MaxUnhealthy = &mu
-	}
-	if v := in.Spec.Remediation.TriggerIf.UnhealthyInRange; v != "" {
-		r.Unsupported(rem.Child("triggerIf", "unhealthyInRange"), v, MachineAPI+" (only maxUnhealthy)")
 	}
 	if tr := in.Spec.Remediation.TemplateRef; tr.IsDefined() {
 		out.Spec.RemediationTemplate = &corev1.ObjectReference{Kind: tr.Kind, Name: tr.Name, APIVersion: tr.APIVersion}
@@ -164,4 +160,48 @@ func durationToSeconds(d time.Duration, path *field.Path, r *Report) int32 {
 		return 0
 	}
 	return int32(secs)
+}
+
+// clusterAPIOnlyFeature is a value of a Cluster API MachineHealthCheck the Machine API has no
+// field for.
+type clusterAPIOnlyFeature struct {
+	path   *field.Path
+	value  any
+	target string
+}
+
+// clusterAPIOnly lists the features of a Cluster API MachineHealthCheck that the Machine API
+// cannot carry: Machine conditions among the checks, and a range as the remediation trigger.
+func clusterAPIOnly(in *clusterv1.MachineHealthCheck) []clusterAPIOnlyFeature {
+	spec := field.NewPath("MachineHealthCheck", "spec")
+	var out []clusterAPIOnlyFeature
+	for i, mc := range in.Spec.Checks.UnhealthyMachineConditions {
+		out = append(out, clusterAPIOnlyFeature{spec.Child("checks", "unhealthyMachineConditions").Index(i), mc.Type,
+			MachineAPI + " (it checks Node conditions only)"})
+	}
+	if v := in.Spec.Remediation.TriggerIf.UnhealthyInRange; v != "" {
+		out = append(out, clusterAPIOnlyFeature{spec.Child("remediation", "triggerIf", "unhealthyInRange"), v, MachineAPI + " (only maxUnhealthy)"})
+	}
+	return out
+}
+
+// WithoutClusterAPIOnly returns a copy of a Cluster API MachineHealthCheck without the
+// features the Machine API cannot carry, and a warning naming each one left out (in is not
+// changed). The sync mirrors a Cluster API-owned check to the Machine API so: those features
+// are not synchronised onto the Machine API copy, which is otherwise kept up to date. A check
+// using any of them cannot be handed to the Machine API without losing them.
+func WithoutClusterAPIOnly(in *clusterv1.MachineHealthCheck) (*clusterv1.MachineHealthCheck, Warnings) {
+	features := clusterAPIOnly(in)
+	if len(features) == 0 {
+		return in, nil
+	}
+	out := in.DeepCopy()
+	out.Spec.Checks.UnhealthyMachineConditions = nil
+	out.Spec.Remediation.TriggerIf.UnhealthyInRange = ""
+	r := &Report{}
+	for _, f := range features {
+		r.Warn(f.path, "%v is not carried to the Machine API copy: it has no equivalent in %s", f.value, f.target)
+	}
+	w, _ := r.sorted()
+	return out, w
 }

@@ -37,7 +37,10 @@ const (
 	// HandoverStepFailedReason: a step after the pause (moving finalizers, unpausing the new
 	// side) keeps failing; the message has the error.
 	HandoverStepFailedReason = "HandoverStepFailed"
-	RolledBackReason         = "RolledBack"
+	// NotConvertibleReason: the resource uses what the target API cannot carry (a Cluster API
+	// MachineHealthCheck's Cluster API-only features); it stays where it is until they go.
+	NotConvertibleReason = "NotConvertible"
+	RolledBackReason     = "RolledBack"
 )
 
 // PendingRetry is how often a refused or waiting migration is looked at again.
@@ -109,6 +112,9 @@ func (e *engine) step(ctx context.Context, s subject) (ctrl.Result, error) {
 func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.MachineAuthority) (ctrl.Result, error) {
 	obj := s.mapiObject()
 	age := e.pending.observe(obj)
+	if e.refused(ctx, s, from, to) {
+		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	}
 	if ok, why := s.synchronized(); !ok {
 		if mapicond.IsTrue(*s.conditions(), synccommon.SynchronizedCondition) {
 			// The copies matched; the sync has yet to see the latest generation (the request
@@ -179,7 +185,10 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 		}
 		return ctrl.Result{RequeueAfter: nextLook(age)}, nil
 	}
-	// 2. The latest state of the old side is synchronised.
+	// 2. The latest state of the old side is synchronised, and all of it can be carried.
+	if e.refused(ctx, s, from, to) {
+		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	}
 	if ok, why := s.synchronized(); !ok {
 		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
 		return ctrl.Result{RequeueAfter: PendingRetry}, nil
@@ -266,6 +275,30 @@ func (e *engine) acknowledged(ctx context.Context, s subject, side machinev1beta
 }
 
 // infraPauser is a subject whose Cluster API side includes an InfraMachine.
+// refuser is a subject that may not be movable to an API at all, whatever the sync does.
+type refuser interface {
+	// refusal says why the subject cannot move to `to` ("" when it can).
+	refusal(to machinev1beta1.MachineAuthority) string
+}
+
+// refused reports (on the condition, and in an event when the condition changes) a subject
+// that cannot move to `to`.
+func (e *engine) refused(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) bool {
+	r, ok := s.(refuser)
+	if !ok {
+		return false
+	}
+	why := r.refusal(to)
+	if why == "" {
+		return false
+	}
+	msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
+	if e.setCondition(ctx, s, corev1.ConditionFalse, NotConvertibleReason, msg) {
+		e.event(s.mapiObject(), corev1.EventTypeWarning, NotConvertibleReason, "%s", msg)
+	}
+	return true
+}
+
 type infraPauser interface {
 	infraPaused(ctx context.Context, c client.Reader) (bool, string, error)
 }

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
@@ -87,6 +89,28 @@ func (s *mhcSubject) synchronizedGeneration() int64 {
 		return 0
 	}
 	return g
+}
+
+// refusal: a check using Cluster API-only features cannot go to the Machine API, which would
+// drop them (the sync leaves them out of the Machine API copy).
+func (s *mhcSubject) refusal(to machinev1beta1.MachineAuthority) string {
+	if to != machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {
+		return ""
+	}
+	_, dropped := convert.WithoutClusterAPIOnly(s.capi)
+	if len(dropped) == 0 {
+		return ""
+	}
+	return "the Cluster API copy uses what the Machine API has no field for (" + strings.Join(fieldsOf(dropped), ", ") +
+		"); remove it from the Cluster API MachineHealthCheck to hand the check to the Machine API, or request ClusterAPI again"
+}
+
+func fieldsOf(ws convert.Warnings) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Field
+	}
+	return out
 }
 
 func (s *mhcSubject) synchronized() (bool, string) {

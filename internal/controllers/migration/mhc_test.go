@@ -39,6 +39,48 @@ func TestMachineHealthCheckMigration(t *testing.T) {
 	t.Run("RefusedWhenNotSynchronized", func(t *testing.T) { testMHCRefused(t, e.For(t)) })
 	t.Run("RollbackMidMigration", func(t *testing.T) { testMHCRollback(t, e.For(t)) })
 	t.Run("RollbackAfterCrashUnpausesClusterAPI", func(t *testing.T) { testMHCRollbackAfterCrash(t, e.For(t)) })
+	t.Run("ClusterAPIOnlyFeatureKeepsCheckInClusterAPI", func(t *testing.T) { testMHCClusterAPIOnly(t, e.For(t)) })
+}
+
+// A Cluster API-owned check given a range trigger, which the Machine API has no field for:
+// asked back to the Machine API, the migration refuses (NotConvertible, naming the field)
+// and the check stays with the Cluster API, its Machine API copy mirroring the rest; without
+// the range it moves.
+func testMHCClusterAPIOnly(t *testing.T, e *testenv.Env) {
+	ctx := context.Background()
+	const name = "ranged"
+	if err := e.Client.Create(ctx, healthCheck(name, map[string]string{"pool": name})); err != nil {
+		t.Fatal(err)
+	}
+	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, "")
+	requestCheck(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
+	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, migration.CompletedReason)
+	setRange := func(v string) {
+		t.Helper()
+		c := &clusterv1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, c); err != nil {
+			t.Fatal(err)
+		}
+		base := c.DeepCopy()
+		c.Spec.Remediation.TriggerIf.UnhealthyInRange = v
+		if err := e.Client.Patch(ctx, c, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRange("[1-2]")
+	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityClusterAPI, "")
+	requestCheck(t, e, name, machinev1beta1.MachineAuthorityMachineAPI)
+	e.Eventually(60*time.Second, "refused, naming the range", func(ctx context.Context) (bool, string, error) {
+		m, _, err := getChecks(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
+		return c != nil && c.Reason == migration.NotConvertibleReason && strings.Contains(c.Message, "spec.remediation.triggerIf.unhealthyInRange") &&
+			m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "ClusterAPI", mhcCond(m, migration.MigrationCondition), nil
+	})
+	setRange("")
+	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
 }
 
 func healthCheck(name string, selector map[string]string) *machinev1beta1.MachineHealthCheck {

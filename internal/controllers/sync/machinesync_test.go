@@ -117,7 +117,7 @@ func TestSync(t *testing.T) {
 	}
 	t.Run("PausedMachineHealthCheckMirrorDeleted_Recreated", testMHCMirrorDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
-	t.Run("MachineHealthCheckClusterAPIOnlyFeatureReported", testMHCClusterAPIOnlyFeatureReported)
+	t.Run("MachineHealthCheckClusterAPIOnlyFeatureLeftOut", testMHCClusterAPIOnlyFeatureReported)
 	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
 }
 

@@ -1,8 +1,9 @@
 // Package mhcsync mirrors MachineHealthChecks between the Machine API and the Cluster API.
 // The Cluster API MachineHealthCheck is a superset: Cluster API-only features in use on an
-// authoritative Cluster API copy are reported in the Synchronized condition, never dropped
-// silently. The openshift/api MachineHealthCheck has no authoritativeAPI fields, so authority
-// is carried in annotations (see gate.MHCAuthoritativeAPIAnnotation).
+// authoritative Cluster API copy are not carried to the Machine API copy, which mirrors the
+// rest; a ConversionWarning event names each, as it does every other conversion warning.
+// The openshift/api MachineHealthCheck has no authoritativeAPI fields, so authority is
+// carried in annotations (see gate.MHCAuthoritativeAPIAnnotation).
 package mhcsync
 
 import (
@@ -130,10 +131,11 @@ func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.Machin
 }
 
 func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck, pause synccommon.Pause) error {
-	out, _, errs := convert.ToClusterAPIMachineHealthCheck(mapi, cc)
+	out, warnings, errs := convert.ToClusterAPIMachineHealthCheck(mapi, cc)
 	if len(errs) > 0 {
 		return r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil)
 	}
+	r.warn(mapi, mapi.Generation, warnings)
 	delete(out.Annotations, gate.MHCAuthoritativeAPIAnnotation)
 	delete(out.Annotations, gate.MHCStatusAuthoritativeAPIAnnotation)
 	delete(out.Annotations, gate.MHCSynchronizedAPIAnnotation)
@@ -164,11 +166,15 @@ func (r *Reconciler) toCAPI(ctx context.Context, cc convert.Context, mapi *machi
 }
 
 func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
-	out, _, errs := convert.ToMachineAPIMachineHealthCheck(capi, cc)
+	// Cluster API-only features in use are not carried to the Machine API copy (seed 000):
+	// it mirrors the rest, a warning names each one left out, and the migration refuses to
+	// hand the check to the Machine API while they are in use.
+	part, dropped := convert.WithoutClusterAPIOnly(capi)
+	out, warnings, errs := convert.ToMachineAPIMachineHealthCheck(part, cc)
 	if len(errs) > 0 {
-		// Cluster API-only features in use: reported, not dropped.
 		return r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil)
 	}
+	r.warn(mapi, capi.Generation, append(dropped, warnings...))
 	base := mapi.DeepCopy()
 	mapi.Spec = out.Spec
 	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
@@ -181,6 +187,17 @@ func (r *Reconciler) toMAPI(ctx context.Context, cc convert.Context, mapi *machi
 		return err
 	}
 	return r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil)
+}
+
+// warn records each conversion warning as a ConversionWarning event on the Machine API copy,
+// once for each generation of the authoritative copy (not yet recorded as synchronised).
+func (r *Reconciler) warn(mapi *machinev1beta1.MachineHealthCheck, generation int64, warnings convert.Warnings) {
+	if mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation] == strconv.FormatInt(generation, 10) {
+		return
+	}
+	for _, w := range warnings {
+		r.Recorder.Eventf(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
+	}
 }
 
 func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, reason string, errs field.ErrorList, detail error) error {
