@@ -33,6 +33,7 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,migration,clusterapi,sim"})
 	e.SeedCluster("lab")
 	mixedRemediation(t, e, "mixed", func(name string) *machinev1beta1.MachineSet { return machineSet(name, 1) }, true)
+	t.Run("MachineSetMovedAlone_NoWriteLoop", func(t *testing.T) { testMachineSetMovedAloneNoWriteLoop(t, e.For(t)) })
 }
 
 // testMixedRemediationOn runs the mixed cluster in the upstream lab, beside machine-api-operator's

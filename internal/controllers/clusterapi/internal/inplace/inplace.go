@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -91,11 +92,13 @@ func set(dst **int32, v *int32) bool {
 // lacks them, one optimistic-locked patch per Machine (on a copy: the listed Machines may be
 // shared with the cache). It returns how many Machines it changed and whether one changed
 // under it (an optimistic-lock conflict: the caller looks again soon, on fresh data, rather
-// than failing the pass).
+// than failing the pass). The paused mirror of a Machine the Machine API owns (its MachineSet
+// moved to the Cluster API alone) is left to the sync, which writes it from the Machine API
+// copy: both writing it would undo each other for ever.
 func Propagate(ctx context.Context, c client.Client, machines []*clusterv1.Machine, meta clusterv1.ObjectMeta,
 	spec *clusterv1.MachineSpec) (changed int, stale bool, err error) {
 	for _, m := range machines {
-		if !m.DeletionTimestamp.IsZero() || !needed(m, meta, spec) {
+		if !m.DeletionTimestamp.IsZero() || gate.PausedAsMirror(m) || !needed(m, meta, spec) {
 			continue
 		}
 		m = m.DeepCopy()

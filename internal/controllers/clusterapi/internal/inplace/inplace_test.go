@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
+	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -76,11 +77,14 @@ func TestRolloutSpec(t *testing.T) {
 }
 
 // A Machine that changed under the propagation (optimistic-lock conflict) is skipped and
-// reported as stale; the others are still updated, and Machines being deleted are left alone.
+// reported as stale; the others are still updated, and Machines being deleted are left alone,
+// as is the paused mirror of a Machine the Machine API owns (the sync writes it).
 func TestPropagateSkipsConflicts(t *testing.T) {
-	a, b, gone := machine("a"), machine("b"), machine("gone")
+	a, b, gone, mirror := machine("a"), machine("b"), machine("gone"), machine("mirror")
 	gone.DeletionTimestamp, gone.Finalizers = ptr.To(metav1.Now()), []string{"f"}
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(a, b, gone).WithInterceptorFuncs(interceptor.Funcs{
+	mirror.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	mirror.Finalizers = []string{gate.SyncFinalizer}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(a, b, gone, mirror).WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			if obj.GetName() == "a" {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "machines"}, "a", nil)
@@ -89,7 +93,7 @@ func TestPropagateSkipsConflicts(t *testing.T) {
 		}}).Build()
 	ctx := context.Background()
 	var listed []*clusterv1.Machine
-	for _, name := range []string{"a", "b", "gone"} {
+	for _, name := range []string{"a", "b", "gone", "mirror"} {
 		m := &clusterv1.Machine{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, m); err != nil {
 			t.Fatal(err)
@@ -101,7 +105,7 @@ func TestPropagateSkipsConflicts(t *testing.T) {
 	if err != nil || changed != 1 || !stale {
 		t.Fatalf("changed %d stale %v err %v, want 1 true nil", changed, stale, err)
 	}
-	for name, want := range map[string]string{"a": "red", "b": "blue", "gone": "red"} {
+	for name, want := range map[string]string{"a": "red", "b": "blue", "gone": "red", "mirror": "red"} {
 		m := &clusterv1.Machine{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, m); err != nil {
 			t.Fatal(err)
