@@ -118,6 +118,7 @@ func TestSync(t *testing.T) {
 	t.Run("PausedMachineHealthCheckMirrorDeleted_Recreated", testMHCMirrorDeleted)
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureLeftOut", testMHCClusterAPIOnlyFeatureReported)
+	t.Run("MachineHealthCheckLeftoverPausedMirror", testMHCLeftoverPausedMirror)
 	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
 }
 

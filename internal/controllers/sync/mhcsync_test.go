@@ -94,3 +94,33 @@ func testMHCClusterAPIOnlyFeatureReported(t *testing.T) {
 		return false, fmt.Sprintf("%d events", len(events.Items)), nil
 	})
 }
+
+// A paused Cluster API MachineHealthCheck left over from an earlier check of the same name
+// does not make a new Machine API check the Cluster API's: the new one is MachineAPI-owned
+// and the leftover becomes its mirror.
+func testMHCLeftoverPausedMirror(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	leftover := &clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "leftover", Namespace: capiNS,
+		Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
+		Spec: clusterv1.MachineHealthCheckSpec{ClusterName: cluster,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "old"}}}}
+	if err := e.Client.Create(ctx, leftover); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, mapiMHC("leftover")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "MachineAPI-owned, the leftover its paused mirror", func(ctx context.Context) (bool, string, error) {
+		m, c := &machinev1beta1.MachineHealthCheck{}, &clusterv1.MachineHealthCheck{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: "leftover"}, m); err != nil {
+			return false, err.Error(), nil
+		}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(leftover), c); err != nil {
+			return false, err.Error(), nil
+		}
+		ok := m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" && gate.HasPausedAnnotation(c) &&
+			c.Spec.Selector.MatchLabels["machine.openshift.io/cluster-api-machineset"] == "leftover"
+		return ok, fmt.Sprintf("authority %q capi selector %v", m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation], c.Spec.Selector.MatchLabels), nil
+	})
+}

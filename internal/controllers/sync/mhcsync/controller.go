@@ -112,13 +112,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.toCAPI(ctx, cc, mapi, capi, pause)
 }
 
-// initialise decides the authority (the request annotation, or ClusterAPI when a Cluster API
-// copy exists, else MachineAPI) and adds the sync finalizer.
+// initialise decides the authority (the request annotation, or ClusterAPI when an active
+// Cluster API copy exists, else MachineAPI) and adds the sync finalizer. A paused Cluster API
+// copy is a mirror left over (its Machine API check deleted without the sync), not a check
+// anyone runs: it does not make the new check the Cluster API's, and becomes its mirror.
 func (r *Reconciler) initialise(ctx context.Context, mapi *machinev1beta1.MachineHealthCheck, capi *clusterv1.MachineHealthCheck) error {
 	base := mapi.DeepCopy()
 	if Authority(mapi) == "" {
 		want := machinev1beta1.MachineAuthorityMachineAPI
-		if mapi.Annotations[gate.MHCAuthoritativeAPIAnnotation] == string(machinev1beta1.MachineAuthorityClusterAPI) || capi != nil {
+		active := capi != nil && !gate.HasPausedAnnotation(capi)
+		if mapi.Annotations[gate.MHCAuthoritativeAPIAnnotation] == string(machinev1beta1.MachineAuthorityClusterAPI) || active {
 			want = machinev1beta1.MachineAuthorityClusterAPI
 		}
 		mapi.Annotations = synccommon.MergeMap(mapi.Annotations, map[string]string{gate.MHCStatusAuthoritativeAPIAnnotation: string(want)})
