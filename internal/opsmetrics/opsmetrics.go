@@ -1,6 +1,7 @@
 // Package opsmetrics exposes what an operator watches about machina's objects, computed
 // from the manager's informer cache at scrape time: Machines by API, phase and authority,
-// resources whose mirror is not synchronised, and authority migrations still pending.
+// resources whose mirror is not synchronised, authority migrations still pending, and
+// Machines and MachineSets whose two copies are both active at once.
 //
 // Controller-runtime already exports reconcile rates, errors and latencies per controller
 // (controller_runtime_reconcile_*); the cloud client counts cloud API calls
@@ -56,7 +57,7 @@ const GroupName = "opsmetrics"
 // Group is the operator metrics as a controller group that runs whatever --controllers says.
 func Group() manager.Group {
 	return manager.Group{Name: GroupName, Always: true, Setup: Setup,
-		Description: "operator metrics from the informer cache: Machines by API, phase and authority, unsynchronised resources, pending migrations (always runs)"}
+		Description: "operator metrics from the informer cache: Machines by API, phase and authority, unsynchronised resources, pending migrations, resources active in both APIs (always runs)"}
 }
 
 // Setup exports the operator metrics, read from mgr's cache, while mgr runs.
@@ -93,7 +94,7 @@ func (c *collector) Start(ctx context.Context) error {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{machinesDesc, notSyncedDesc, pendingDesc, scrapeErrorsDesc} {
+	for _, d := range []*prometheus.Desc{machinesDesc, notSyncedDesc, pendingDesc, bothActiveDesc, scrapeErrorsDesc} {
 		ch <- d
 	}
 }
@@ -109,84 +110,127 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 type machineKey struct{ api, phase, authority string }
 type condKey struct{ kind, reason string }
 
+// scrape is one collection: the objects it lists and the metrics it builds from them.
+type scrape struct {
+	ctx context.Context
+	src *Source
+	out []prometheus.Metric
+	// authorityOf is the status.authoritativeAPI of each Machine API Machine and MachineSet
+	// by kind and name, for pairing them with their Cluster API copies; a kind is absent
+	// when it could not be listed.
+	authorityOf map[string]map[string]string
+	notSynced   map[condKey]float64
+	pending     map[string]float64
+}
+
+// list lists kind into list and records whether it could (machina_opsmetrics_list_errors).
+func (s *scrape) list(kind string, list client.ObjectList, ns string) bool {
+	err := s.src.Reader.List(s.ctx, list, client.InNamespace(ns))
+	v := 0.0
+	if err != nil {
+		v = 1
+	}
+	s.out = append(s.out, prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, v, kind))
+	return err == nil
+}
+
+func (s *scrape) gauge(desc *prometheus.Desc, v float64, labels ...string) {
+	s.out = append(s.out, prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...))
+}
+
 // gather lists the objects and builds the metrics.
 func gather(ctx context.Context, src *Source) []prometheus.Metric {
-	var out []prometheus.Metric
-	listed := func(kind string, list client.ObjectList, ns string) bool {
-		err := src.Reader.List(ctx, list, client.InNamespace(ns))
-		v := 0.0
-		if err != nil {
-			v = 1
-		}
-		out = append(out, prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, v, kind))
-		return err == nil
-	}
+	s := &scrape{ctx: ctx, src: src, authorityOf: map[string]map[string]string{},
+		notSynced: map[condKey]float64{}, pending: map[string]float64{}}
 	machines := map[machineKey]float64{}
-	notSynced := map[condKey]float64{}
-	pending := map[string]float64{}
-	authorityOf := map[string]string{}
-
-	var mm machinev1beta1.MachineList
-	if listed("machine.openshift.io/Machine", &mm, src.MachineAPINamespace) {
-		pending["Machine"] = 0
-		for i := range mm.Items {
-			m := &mm.Items[i]
-			auth := authority(m.Status.AuthoritativeAPI)
-			authorityOf[m.Name] = auth
-			machines[machineKey{"machine.openshift.io", phase(ptr.Deref(m.Status.Phase, "")), auth}]++
-			countConditions(notSynced, "Machine", m.Status.Conditions)
-			if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI {
-				pending["Machine"]++
-			}
-		}
-	}
-	var ms machinev1beta1.MachineSetList
-	if listed("machine.openshift.io/MachineSet", &ms, src.MachineAPINamespace) {
-		pending["MachineSet"] = 0
-		for i := range ms.Items {
-			s := &ms.Items[i]
-			countConditions(notSynced, "MachineSet", s.Status.Conditions)
-			if s.Spec.AuthoritativeAPI != "" && s.Spec.AuthoritativeAPI != s.Status.AuthoritativeAPI {
-				pending["MachineSet"]++
-			}
-		}
-	}
-	var mhcs machinev1beta1.MachineHealthCheckList
-	if listed("machine.openshift.io/MachineHealthCheck", &mhcs, src.MachineAPINamespace) {
-		pending["MachineHealthCheck"] = 0
-		for i := range mhcs.Items {
-			h := &mhcs.Items[i]
-			countConditions(notSynced, "MachineHealthCheck", h.Status.Conditions)
-			current := h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
-			if current == "" {
-				current = string(machinev1beta1.MachineAuthorityMachineAPI)
-			}
-			if want := h.Annotations[gate.MHCAuthoritativeAPIAnnotation]; want != "" && want != current {
-				pending["MachineHealthCheck"]++
-			}
-		}
-	}
-	var cm clusterv1.MachineList
-	if listed("cluster.x-k8s.io/Machine", &cm, src.ClusterAPINamespace) {
-		for i := range cm.Items {
-			m := &cm.Items[i]
-			auth, mirrored := authorityOf[m.Name]
-			if !mirrored {
-				auth = string(machinev1beta1.MachineAuthorityClusterAPI)
-			}
-			machines[machineKey{"cluster.x-k8s.io", phase(m.Status.Phase), auth}]++
-		}
-	}
+	s.machineAPIMachines(machines)
+	s.machineAPIMachineSets()
+	s.machineAPIHealthChecks()
+	capiMachines := s.clusterAPIMachines(machines)
+	s.bothActive(capiMachines)
 	for k, v := range machines {
-		out = append(out, prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, v, k.api, k.phase, k.authority))
+		s.gauge(machinesDesc, v, k.api, k.phase, k.authority)
 	}
-	for k, v := range notSynced {
-		out = append(out, prometheus.MustNewConstMetric(notSyncedDesc, prometheus.GaugeValue, v, k.kind, k.reason))
+	for k, v := range s.notSynced {
+		s.gauge(notSyncedDesc, v, k.kind, k.reason)
 	}
-	for k, v := range pending {
-		out = append(out, prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, v, k))
+	for k, v := range s.pending {
+		s.gauge(pendingDesc, v, k)
 	}
-	return out
+	return s.out
+}
+
+func (s *scrape) machineAPIMachines(machines map[machineKey]float64) {
+	var mm machinev1beta1.MachineList
+	if !s.list("machine.openshift.io/Machine", &mm, s.src.MachineAPINamespace) {
+		return
+	}
+	s.pending["Machine"] = 0
+	s.authorityOf["Machine"] = map[string]string{}
+	for i := range mm.Items {
+		m := &mm.Items[i]
+		auth := authority(m.Status.AuthoritativeAPI)
+		s.authorityOf["Machine"][m.Name] = auth
+		machines[machineKey{"machine.openshift.io", phase(ptr.Deref(m.Status.Phase, "")), auth}]++
+		countConditions(s.notSynced, "Machine", m.Status.Conditions)
+		if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI {
+			s.pending["Machine"]++
+		}
+	}
+}
+
+func (s *scrape) machineAPIMachineSets() {
+	var ms machinev1beta1.MachineSetList
+	if !s.list("machine.openshift.io/MachineSet", &ms, s.src.MachineAPINamespace) {
+		return
+	}
+	s.pending["MachineSet"] = 0
+	s.authorityOf["MachineSet"] = map[string]string{}
+	for i := range ms.Items {
+		m := &ms.Items[i]
+		s.authorityOf["MachineSet"][m.Name] = authority(m.Status.AuthoritativeAPI)
+		countConditions(s.notSynced, "MachineSet", m.Status.Conditions)
+		if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI {
+			s.pending["MachineSet"]++
+		}
+	}
+}
+
+func (s *scrape) machineAPIHealthChecks() {
+	var mhcs machinev1beta1.MachineHealthCheckList
+	if !s.list("machine.openshift.io/MachineHealthCheck", &mhcs, s.src.MachineAPINamespace) {
+		return
+	}
+	s.pending["MachineHealthCheck"] = 0
+	for i := range mhcs.Items {
+		h := &mhcs.Items[i]
+		countConditions(s.notSynced, "MachineHealthCheck", h.Status.Conditions)
+		current := h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
+		if current == "" {
+			current = string(machinev1beta1.MachineAuthorityMachineAPI)
+		}
+		if want := h.Annotations[gate.MHCAuthoritativeAPIAnnotation]; want != "" && want != current {
+			s.pending["MachineHealthCheck"]++
+		}
+	}
+}
+
+// clusterAPIMachines counts the Cluster API Machines and returns them, nil when they could
+// not be listed.
+func (s *scrape) clusterAPIMachines(machines map[machineKey]float64) *clusterv1.MachineList {
+	var cm clusterv1.MachineList
+	if !s.list("cluster.x-k8s.io/Machine", &cm, s.src.ClusterAPINamespace) {
+		return nil
+	}
+	for i := range cm.Items {
+		m := &cm.Items[i]
+		auth, mirrored := s.authorityOf["Machine"][m.Name]
+		if !mirrored {
+			auth = string(machinev1beta1.MachineAuthorityClusterAPI)
+		}
+		machines[machineKey{"cluster.x-k8s.io", phase(m.Status.Phase), auth}]++
+	}
+	return &cm
 }
 
 func countConditions(into map[condKey]float64, kind string, conds []machinev1beta1.Condition) {

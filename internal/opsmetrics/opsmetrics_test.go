@@ -2,12 +2,15 @@ package opsmetrics
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
@@ -115,4 +119,95 @@ func TestCollectorRegisteredWhileRunning(t *testing.T) {
 			t.Fatalf("round %d: still exported after its manager stopped", round)
 		}
 	}
+}
+
+func capiMachineSet(name, cluster string, paused bool) *clusterv1.MachineSet {
+	s := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS}}
+	s.Spec.ClusterName = cluster
+	if paused {
+		s.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	}
+	return s
+}
+
+func mapiMachineSet(name string, status machinev1beta1.MachineAuthority) *machinev1beta1.MachineSet {
+	return &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNS},
+		Status: machinev1beta1.MachineSetStatus{AuthoritativeAPI: status}}
+}
+
+// A pair counts as both active only when the Machine API copy's status says MachineAPI and
+// the Cluster API copy is paused neither by its annotation nor by its Cluster.
+func TestBothActive(t *testing.T) {
+	mapi, capi := machinev1beta1.MachineAuthorityMachineAPI, machinev1beta1.MachineAuthorityClusterAPI
+	migrating := machinev1beta1.MachineAuthorityMigrating
+	pausedMirror := func(m *clusterv1.Machine) *clusterv1.Machine {
+		m.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+		return m
+	}
+	inCluster := func(m *clusterv1.Machine, cluster string) *clusterv1.Machine {
+		m.Spec.ClusterName = cluster
+		return m
+	}
+	objs := []client.Object{
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: capiNS}},
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "frozen", Namespace: capiNS}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}},
+		// Both active: the Machine API owns it and its mirror is not paused.
+		mapiMachine("both", "Running", mapi, mapi, ""), inCluster(capiMachine("both", "Running"), "live"),
+		// Healthy: the mirror is paused by its annotation, or by its Cluster.
+		mapiMachine("mirror", "Running", mapi, mapi, ""), pausedMirror(capiMachine("mirror", "Running")),
+		mapiMachine("frozen", "Running", mapi, mapi, ""), inCluster(capiMachine("frozen", "Running"), "frozen"),
+		// Healthy: the Cluster API owns it, or it is mid-handover (both gates closed on the
+		// Machine API side).
+		mapiMachine("capi", "Running", capi, capi, ""), capiMachine("capi", "Running"),
+		mapiMachine("moving", "Running", capi, migrating, ""), capiMachine("moving", "Running"),
+		// Healthy: no mirror on either side.
+		mapiMachine("alone", "Running", mapi, mapi, ""), capiMachine("cp-0", "Running"),
+		mapiMachineSet("both", mapi), capiMachineSet("both", "live", false),
+		mapiMachineSet("mirror", mapi), capiMachineSet("mirror", "live", true),
+		mapiMachineSet("capi", capi), capiMachineSet("capi", "live", false),
+		mapiMachineSet("frozen", mapi), capiMachineSet("frozen", "frozen", false),
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+	if got, want := bothActive(t, c), map[string]float64{"Machine": 1, "MachineSet": 1}; !maps.Equal(got, want) {
+		t.Errorf("machina_authority_both_active = %v, want %v", got, want)
+	}
+}
+
+// Healthy pairs still export a 0 per kind, so an alert on the gauge tells "none" from
+// "not measured"; a kind whose copies could not all be listed is left out.
+func TestBothActiveZeroWhenHealthy(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	if got, want := bothActive(t, c), map[string]float64{"Machine": 0, "MachineSet": 0}; !maps.Equal(got, want) {
+		t.Errorf("machina_authority_both_active = %v, want %v", got, want)
+	}
+	failing := interceptor.NewClient(c, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, sets := list.(*clusterv1.MachineSetList); sets {
+			return errors.New("no MachineSet CRD")
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	if got, want := bothActive(t, failing), map[string]float64{"Machine": 0}; !maps.Equal(got, want) {
+		t.Errorf("with MachineSets unlisted: machina_authority_both_active = %v, want %v", got, want)
+	}
+}
+
+// bothActive collects once from reader and returns machina_authority_both_active by kind.
+func bothActive(t *testing.T, reader client.Reader) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&collector{src: &Source{Reader: reader, MachineAPINamespace: mapiNS, ClusterAPINamespace: capiNS}})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "machina_authority_both_active" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	return got
 }
