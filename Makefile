@@ -12,7 +12,7 @@ SIM_RBAC_PATHS = paths=./internal/controllers/sim/...
 IMAGE ?= machina:latest
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-.PHONY: all build test generate rbac crds tools-mod mao-mod lab-binaries verify lint image
+.PHONY: all build test generate rbac crds tools-mod mao-mod prometheus-mod lab-binaries verify lint image
 
 all: build
 
@@ -53,6 +53,17 @@ mao-mod: ## re-tidy the lab's embedded machine-api-operator module (internal/lab
 	  go mod tidy ) && \
 	cp "$$d/go.mod" internal/lab/maomod/go.mod.txt && cp "$$d/go.sum" internal/lab/maomod/go.sum.txt
 
+# prometheus-mod re-tidies the module promtool is built from (internal/lab/prometheusmod), the
+# same way; PROMETHEUS_VERSION=v0.MAJORMINOR.PATCH moves it to another Prometheus release
+# first, and PrometheusVersion in internal/lab/promtool.go must follow.
+prometheus-mod: ## re-tidy the module of the promtool that checks config/prometheus's rules
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	cp internal/lab/prometheusmod/go.mod.txt "$$d/go.mod" && cp internal/lab/prometheusmod/go.sum.txt "$$d/go.sum" && \
+	( cd "$$d" && export GOWORK=off GOFLAGS=-mod=mod && \
+	  if [ -n "$(PROMETHEUS_VERSION)" ]; then go get github.com/prometheus/prometheus@$(PROMETHEUS_VERSION); fi && \
+	  go mod tidy ) && \
+	cp "$$d/go.mod" internal/lab/prometheusmod/go.mod.txt && cp "$$d/go.sum" internal/lab/prometheusmod/go.sum.txt
+
 lab-binaries: ## build (or find) the cached etcd / kube-apiserver / kube-controller-manager
 	go run ./cmd/machina lab-binaries
 
@@ -64,4 +75,4 @@ verify: ## tidy go.mod, vet, golangci-lint (.golangci.yml), and no stale generat
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
 	go run ./hack/crdsync -check
-	go test -count=1 ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|MAOModule|RBACUpToDate|Wildcard|ContainerfileGo'
+	go test -count=1 ./config/... ./internal/lab -run 'Upstream|SimCRDs|ToolsModule|MAOModule|PrometheusModule|PrometheusRuleAlerts|RBACUpToDate|Wildcard|ContainerfileGo'
