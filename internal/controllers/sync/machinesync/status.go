@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capierrors "sigs.k8s.io/cluster-api/api/deprecated/errors"
 
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -42,6 +43,7 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 		meta.SetStatusCondition(&capi.Status.Conditions, metav1.Condition{Type: t, Status: status,
 			Reason: MirroredReason, Message: msg, ObservedGeneration: capi.Generation})
 	}
+	failureToCAPI(mapi, capi)
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
 	}
@@ -65,6 +67,44 @@ func statusToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
 	for _, a := range capi.Status.Addresses {
 		mapi.Status.Addresses = append(mapi.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
 	}
+	// A terminal failure the Cluster API records shows where `oc get machines` users read it.
+	mapi.Status.ErrorReason, mapi.Status.ErrorMessage = nil, nil
+	if d := capi.Status.Deprecated; d != nil && d.V1Beta1 != nil {
+		if d.V1Beta1.FailureReason != nil {
+			mapi.Status.ErrorReason = ptr.To(machinev1beta1.MachineStatusError(*d.V1Beta1.FailureReason))
+		}
+		if d.V1Beta1.FailureMessage != nil {
+			mapi.Status.ErrorMessage = ptr.To(*d.V1Beta1.FailureMessage)
+		}
+	}
+}
+
+// failureToCAPI records a Machine API Machine's terminal failure (errorReason, errorMessage)
+// on its paused Cluster API copy where the Cluster API keeps one (status.deprecated.v1beta1
+// failureReason and failureMessage): a health check the Cluster API owns then finds the
+// Machine unhealthy at once, as the Machine API's own check would, instead of after its Node
+// timeouts. It is cleared with the failure.
+func failureToCAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
+	var reason *capierrors.MachineStatusError
+	if mapi.Status.ErrorReason != nil {
+		reason = ptr.To(capierrors.MachineStatusError(*mapi.Status.ErrorReason))
+	}
+	var msg *string
+	if mapi.Status.ErrorMessage != nil {
+		msg = ptr.To(*mapi.Status.ErrorMessage)
+	}
+	d := capi.Status.Deprecated
+	if reason == nil && msg == nil && (d == nil || d.V1Beta1 == nil) {
+		return
+	}
+	if d == nil {
+		d = &clusterv1.MachineDeprecatedStatus{}
+		capi.Status.Deprecated = d
+	}
+	if d.V1Beta1 == nil {
+		d.V1Beta1 = &clusterv1.MachineV1Beta1DeprecatedStatus{}
+	}
+	d.V1Beta1.FailureReason, d.V1Beta1.FailureMessage = reason, msg
 }
 
 func capiPhase(p string) string {
