@@ -135,6 +135,26 @@ func testScaleUp(t *testing.T) {
 	}
 	ct.WaitRunning(t, e, ms, 3, 90*time.Second)
 	waitStatus(t, e, ms, "3 ready", func(ms *clusterv1.MachineSet) bool { return counts(ms, 3, 3, 3, 3) })
+	testVersions(t, e, ms, 3)
+}
+
+// testVersions: once their Nodes report in, the n Machines count under their kubelet
+// version in status.versions, which the API server accepts.
+func testVersions(t *testing.T, e *testenv.Env, ms *clusterv1.MachineSet, n int32) {
+	t.Helper()
+	got := waitStatus(t, e, ms, fmt.Sprintf("versions: %d under one version", n), func(ms *clusterv1.MachineSet) bool {
+		v := ms.Status.Versions
+		return len(v) == 1 && v[0].Replicas == n
+	})
+	machines, err := ct.Machines(context.Background(), e, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range machines {
+		if m.Status.NodeInfo == nil || m.Status.NodeInfo.KubeletVersion != got.Status.Versions[0].Version {
+			t.Errorf("Machine %s node info %+v, status.versions %v", m.Name, m.Status.NodeInfo, got.Status.Versions)
+		}
+	}
 }
 
 func testDeletionOrder(t *testing.T) {

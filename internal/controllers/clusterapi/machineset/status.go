@@ -11,6 +11,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/versions"
 )
 
 // newMachineGrace is how long a new Machine without a Ready condition counts as not ready
@@ -29,8 +30,8 @@ func upToDate(ms *clusterv1.MachineSet, m *clusterv1.Machine, hash string) bool 
 	return !ok || h == hash
 }
 
-// updateStatus computes replicas, readyReplicas, availableReplicas, upToDateReplicas and the
-// v1beta2 conditions from the Machines. It returns when to look again (0: on events only).
+// updateStatus computes replicas, readyReplicas, availableReplicas, upToDateReplicas, versions
+// and the v1beta2 conditions from the Machines (those being deleted included). It returns when to look again (0: on events only).
 // scaleErr, when set, is why the last scale step failed.
 func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv1.Machine, scaleErr error) time.Duration {
 	sel, _ := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
@@ -76,6 +77,7 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 	ms.Status.ReadyReplicas = ptr.To(ready)
 	ms.Status.AvailableReplicas = ptr.To(available)
 	ms.Status.UpToDateReplicas = ptr.To(current)
+	ms.Status.Versions = versions.FromMachines(machines)
 
 	if ms.Spec.Replicas == nil {
 		for _, t := range []string{clusterv1.MachineSetScalingUpCondition, clusterv1.MachineSetScalingDownCondition} {
