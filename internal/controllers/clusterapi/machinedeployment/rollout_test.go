@@ -79,6 +79,17 @@ func testCreateAndScale(t *testing.T) {
 			t.Errorf("scaling to %d: MachineSet %s (%s) replicas %d, want %s scaled", n, now.Name, now.UID, ptr.Deref(now.Spec.Replicas, -1), ms.Name)
 		}
 	}
+
+	// status.versions counts the one Machine left under its kubelet version, as its
+	// MachineSet's does.
+	got = waitMD(t, e, md, "versions: 1 Machine", func(md *clusterv1.MachineDeployment) bool {
+		return len(md.Status.Versions) == 1 && md.Status.Versions[0].Replicas == 1
+	})
+	e.Eventually(time.Minute, "MachineSet versions match", func(context.Context) (bool, string, error) {
+		set := onlySet(t, e, md)
+		return fmt.Sprint(set.Status.Versions) == fmt.Sprint(got.Status.Versions),
+			fmt.Sprintf("MachineSet %v MachineDeployment %v", set.Status.Versions, got.Status.Versions), nil
+	})
 }
 
 func testRollingUpdate(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/versions"
 )
 
 func setCondition(md *clusterv1.MachineDeployment, t string, s metav1.ConditionStatus, reason, msg string) {
@@ -22,11 +23,14 @@ func setCondition(md *clusterv1.MachineDeployment, t string, s metav1.ConditionS
 type tally struct {
 	replicas, active, ready, available, upToDate int32
 	notReady, stale, remediating, deleting       []string
+	// machines are all of them, those being deleted included.
+	machines []*clusterv1.Machine
 }
 
 func count(ds *deploymentSets) tally {
 	var t tally
 	for _, s := range ds.sets {
+		t.machines = append(t.machines, s.machines...)
 		for _, m := range s.machines {
 			t.replicas++
 			if m.DeletionTimestamp.IsZero() {
@@ -58,7 +62,9 @@ func count(ds *deploymentSets) tally {
 	return t
 }
 
-// updateStatus computes the counts, the selector, the phase and the v1beta2 conditions.
+// updateStatus computes the counts, the versions, the selector, the phase and the v1beta2
+// conditions. Versions count the Machines of all the MachineSets, which is what upstream's
+// sum of the MachineSets' status.versions amounts to once those are current.
 // rolloutErr, when set, is why the last rollout step failed.
 func updateStatus(md *clusterv1.MachineDeployment, ds *deploymentSets, st strategy, rolloutErr error) {
 	if sel, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector); err == nil {
@@ -69,6 +75,7 @@ func updateStatus(md *clusterv1.MachineDeployment, ds *deploymentSets, st strate
 	md.Status.ReadyReplicas = ptr.To(t.ready)
 	md.Status.AvailableReplicas = ptr.To(t.available)
 	md.Status.UpToDateReplicas = ptr.To(t.upToDate)
+	md.Status.Versions = versions.FromMachines(t.machines)
 	setAvailableCondition(md, st, t)
 	setScalingConditions(md, t, rolloutErr)
 	setRollingOut(md, t)
