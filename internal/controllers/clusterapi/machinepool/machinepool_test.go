@@ -107,6 +107,19 @@ func testMachinePerInstance(t *testing.T) {
 		t.Errorf("group %v, Machines %v, MachinePool providerIDList %v nodeRefs %d phase %s", groupIDs, machineIDs,
 			mp.Spec.ProviderIDList, len(mp.Status.NodeRefs), mp.Status.Phase)
 	}
+	// status.versions counts the two Machines under the kubelet version their Nodes report.
+	e.Eventually(time.Minute, "pool r1: versions count 2 Machines", func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r1"}, mp); err != nil {
+			return false, err.Error(), nil
+		}
+		now, err := poolMachines(ctx, e, "r1")
+		if err != nil || len(now) == 0 {
+			return false, fmt.Sprintf("Machines %d: %v", len(now), err), nil
+		}
+		v, info := mp.Status.Versions, now[0].Status.NodeInfo
+		return len(v) == 1 && v[0].Replicas == 2 && info != nil && v[0].Version == info.KubeletVersion,
+			fmt.Sprintf("versions %v, Machine %s node info %+v", v, now[0].Name, info), nil
+	})
 	smp := &infrav1.SimMachinePool{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r1"}, smp); err != nil {
 		t.Fatal(err)

@@ -23,30 +23,37 @@ import (
 // reconcileMachines gives every InfraMachine of the pool a Machine and makes sure every
 // Machine of the pool is controlled by it. Machines are named after their InfraMachine, so
 // creating one is idempotent even when the cache has not seen an earlier creation yet.
-func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.MachinePool, infraPool *external.Object, kind string) error {
+// It returns the pool's Machines as they were listed: those it controls and those no one
+// controls (one being deleted keeps no controller restored), which status.versions counts.
+func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.MachinePool, infraPool *external.Object,
+	kind string) ([]*clusterv1.Machine, error) {
 	group := infraPool.GroupVersionKind().Group
 	infraMachines, err := r.listInfraMachines(ctx, mp, group, kind)
 	if err != nil {
 		setCondition(mp, MachinesCreatedCondition, metav1.ConditionUnknown, "InternalError", err.Error())
-		return err
+		return nil, err
 	}
 	var machines clusterv1.MachineList
 	if err := r.Client.List(ctx, &machines, client.InNamespace(mp.Namespace), poolLabels(mp)); err != nil {
-		return err
+		return nil, err
 	}
 	byInfra := map[string]*clusterv1.Machine{}
 	pool := make([]*clusterv1.Machine, 0, len(machines.Items))
+	members := make([]*clusterv1.Machine, 0, len(machines.Items))
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if err := r.ensureControlled(ctx, mp, m); err != nil {
-			return err
+			return nil, err
 		}
-		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == mp.UID {
+		ref := metav1.GetControllerOf(m)
+		if ref != nil && ref.UID == mp.UID {
 			pool = append(pool, m)
 		}
-		ref := m.Spec.InfrastructureRef
-		if ref.Kind == kind && ref.APIGroup == group {
-			byInfra[ref.Name] = m
+		if ref == nil || ref.UID == mp.UID {
+			members = append(members, m)
+		}
+		if infra := m.Spec.InfrastructureRef; infra.Kind == kind && infra.APIGroup == group {
+			byInfra[infra.Name] = m
 		}
 	}
 	// Template labels, annotations, minReadySeconds and deletion timeouts reach the existing
@@ -54,7 +61,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 	// A Machine that changed under the propagation gets it on the pool's next pass (a pool
 	// not yet settled looks again within WaitRequeue, a settled one on the Machine's event).
 	if _, _, err := inplace.Propagate(ctx, r.Client, pool, mp.Spec.Template.ObjectMeta, &mp.Spec.Template.Spec); err != nil {
-		return err
+		return nil, err
 	}
 	created := 0
 	for i := range infraMachines {
@@ -65,7 +72,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 		if err := r.createMachine(ctx, mp, im, group, kind); err != nil {
 			setCondition(mp, MachinesCreatedCondition, metav1.ConditionFalse, "MachineCreationFailed",
 				fmt.Sprintf("creating the Machine of %s %s: %v", kind, im.GetName(), err))
-			return err
+			return nil, err
 		}
 		created++
 	}
@@ -74,7 +81,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 	}
 	setCondition(mp, MachinesCreatedCondition, metav1.ConditionTrue, "MachinesCreated",
 		fmt.Sprintf("%d %s(s), one Machine each", len(infraMachines), kind))
-	return nil
+	return members, nil
 }
 
 // ownedByMachine reports an InfraMachine that already has a Machine as owner (a Machine the

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/versions"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/requeue"
 )
@@ -32,14 +33,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mp *clusterv1.MachineP
 		r.updatePhase(mp)
 		return ctrl.Result{RequeueAfter: WaitRequeue}, err
 	}
-	if kind := infra.String("status", "infrastructureMachineKind"); kind != "" {
-		if err := r.reconcileMachines(ctx, mp, infra, kind); err != nil {
+	var machines []*clusterv1.Machine
+	kind := infra.String("status", "infrastructureMachineKind")
+	if kind != "" {
+		if machines, err = r.reconcileMachines(ctx, mp, infra, kind); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.reconcileNodes(ctx, mp, cluster); err != nil {
-		return ctrl.Result{}, err
-	}
+	nodes, nodesRead := r.reconcileNodes(ctx, mp, cluster)
+	setVersions(mp, kind != "", machines, nodes, nodesRead)
 	r.updatePhase(mp)
 	if ptr.Deref(mp.Status.ReadyReplicas, 0) != ptr.Deref(mp.Spec.Replicas, 1) ||
 		ptr.Deref(mp.Status.Replicas, 0) != ptr.Deref(mp.Spec.Replicas, 1) {
@@ -128,23 +130,24 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, mp *clusterv1.
 }
 
 // reconcileNodes finds the pool's Nodes in the workload cluster by provider ID and counts the
-// ready ones.
-func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePool, cluster *clusterv1.Cluster) error {
+// ready ones. It returns the Nodes found, and false when the workload cluster could not be
+// read (the status then keeps what it last saw).
+func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePool, cluster *clusterv1.Cluster) ([]*corev1.Node, bool) {
 	if len(mp.Spec.ProviderIDList) == 0 {
 		mp.Status.NodeRefs = nil
 		mp.Status.ReadyReplicas, mp.Status.AvailableReplicas = ptr.To(int32(0)), ptr.To(int32(0))
 		r.setAvailable(mp)
-		return nil
+		return nil, true
 	}
 	wc, err := r.Remote.Client(ctx, mp.Namespace, cluster.Name)
 	if err != nil {
 		setCondition(mp, AvailableCondition, metav1.ConditionUnknown, "WorkloadClusterUnreachable", err.Error())
-		return nil
+		return nil, false
 	}
 	var nodes corev1.NodeList
 	if err := wc.List(ctx, &nodes); err != nil {
 		setCondition(mp, AvailableCondition, metav1.ConditionUnknown, "WorkloadClusterUnreachable", err.Error())
-		return nil
+		return nil, false
 	}
 	byID := map[string]*corev1.Node{}
 	for i := range nodes.Items {
@@ -153,6 +156,7 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePo
 		}
 	}
 	var refs []corev1.ObjectReference
+	var found []*corev1.Node
 	var ready int32
 	for _, id := range mp.Spec.ProviderIDList {
 		n, ok := byID[id]
@@ -160,6 +164,7 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePo
 			continue
 		}
 		refs = append(refs, corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID})
+		found = append(found, n)
 		if nodeReady(n) {
 			ready++
 		}
@@ -167,7 +172,19 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePo
 	mp.Status.NodeRefs = refs
 	mp.Status.ReadyReplicas, mp.Status.AvailableReplicas = ptr.To(ready), ptr.To(ready)
 	r.setAvailable(mp)
-	return nil
+	return found, true
+}
+
+// setVersions fills status.versions as Cluster API does: from the pool's Machines when its
+// InfraMachinePool has them (hasMachines), else from the kubelet versions of its Nodes. While
+// the Nodes could not be read (nodesRead false) a pool without Machines keeps what it had.
+func setVersions(mp *clusterv1.MachinePool, hasMachines bool, machines []*clusterv1.Machine, nodes []*corev1.Node, nodesRead bool) {
+	switch {
+	case hasMachines:
+		mp.Status.Versions = versions.FromMachines(machines)
+	case nodesRead:
+		mp.Status.Versions = versions.FromNodes(nodes)
+	}
 }
 
 func nodeReady(n *corev1.Node) bool {
