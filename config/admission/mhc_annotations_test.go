@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +62,58 @@ func TestMachineHealthCheckAuthorityAnnotations(t *testing.T) {
 		x.Annotations["machina.dev/status-authoritative-api"] = "ClusterAPI"
 		expectDenied(t, admin.Update(ctx, x), "machina.dev/status-authoritative-api, machina.dev/synchronized-generation record where")
 	})
+}
+
+// Deleting the Machine API copy of a MachineHealthCheck the Cluster API owns is accepted with
+// a warning: the sync lets go of the cluster.x-k8s.io check without deleting it. Deleting a
+// check the Machine API owns, or one mid-handover (whose Cluster API copy the sync deletes),
+// is not warned about.
+func TestDeletingNonAuthoritativeMachineHealthCheckWarns(t *testing.T) {
+	l := labtest.Start(t)
+	ctx := context.Background()
+	w := &warnings{}
+	admin := clientAs(t, l, "alice", w, "system:masters")
+	machina := clientAs(t, l, lab.ManagerUser, nil, "system:masters")
+	create := func(name, authority string) *machinev1beta1.MachineHealthCheck {
+		h := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Annotations: map[string]string{"machina.dev/status-authoritative-api": authority}},
+			Spec: machinev1beta1.MachineHealthCheckSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}}}}
+		if err := machina.Create(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	want := "MachineHealthCheck capi-owned is a mirror of an authoritative Cluster API MachineHealthCheck: deleting it removes only " +
+		"the Machine API copy; the sync releases the cluster.x-k8s.io MachineHealthCheck capi-owned without deleting it, and it " +
+		"keeps checking and remediating its Machines"
+	// Policies load a moment after the lab starts: dry runs until the warning comes.
+	probe := create("capi-owned", "ClusterAPI")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := admin.Delete(ctx, probe, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if ws := w.take(); len(ws) == 1 && strings.HasSuffix(ws[0], want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("warning policy never became active")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := admin.Delete(ctx, probe); err != nil {
+		t.Fatalf("the deletion must be accepted: %v", err)
+	}
+	if ws := w.take(); len(ws) != 1 || !strings.HasSuffix(ws[0], want) {
+		t.Fatalf("warnings %q, want one ending %q", ws, want)
+	}
+	for _, authority := range []string{"MachineAPI", "Migrating"} {
+		h := create(strings.ToLower(authority)+"-owned", authority)
+		if err := admin.Delete(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		if ws := w.take(); len(ws) != 0 {
+			t.Errorf("deleting a %s check warned: %q", authority, ws)
+		}
+	}
 }
