@@ -229,6 +229,8 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 			t.Fatalf("a Cluster API-authoritative Machine without a providerSpec value was refused: %v", err)
 		}
 	})
+	// Before ClusterIDLabelDefaulted creates the Infrastructure.
+	t.Run("ClusterIDLabelMayBeAdded", func(t *testing.T) { testClusterIDAddable(t, admin) })
 	t.Run("ClusterIDLabelDefaulted", func(t *testing.T) {
 		const label = "machine.openshift.io/cluster-api-cluster"
 		infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
@@ -275,6 +277,7 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 			t.Errorf("labels %v", own.Labels)
 		}
 	})
+	t.Run("ClusterIDLabelImmutable", func(t *testing.T) { testClusterIDImmutable(t, admin, alice) })
 	t.Run("HooksFrozenWhileDeleting", func(t *testing.T) {
 		m := machine("hooked", sim(nil))
 		m.Finalizers = []string{"example.com/hold"}
