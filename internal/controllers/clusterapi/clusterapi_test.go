@@ -49,6 +49,7 @@ func TestClusterAPI(t *testing.T) {
 	t.Run("SimMachineAdoptsInstanceByProviderID", testAdopt)
 	t.Run("InvalidSpecIsTerminalOutageIsRetried", testInvalidAndOutage)
 	t.Run("RestartMidProvisioningCreatesOneInstance", testRestart)
+	t.Run("ManagerNodeProtected", testManagerNodeProtected)
 	t.Run("ClusterDeletionOrder", testClusterDeletion)
 }
 

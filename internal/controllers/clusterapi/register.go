@@ -4,6 +4,8 @@
 package clusterapi
 
 import (
+	"os"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/cluster"
@@ -50,6 +52,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		Remote:   remotes,
 		Recorder: events.For(mgr, "clusterapi-machine"),
 		Resync:   env.Resync,
+		NodeName: os.Getenv(machine.NodeNameEnv),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

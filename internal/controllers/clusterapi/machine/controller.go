@@ -50,6 +50,9 @@ type Reconciler struct {
 	Resync time.Duration
 	// MaxConcurrentReconciles defaults to 10.
 	MaxConcurrentReconciles int
+	// NodeName is the Node this manager runs on (NodeNameEnv): the Machine whose Node it is
+	// is not deleted without AllowManagerNodeDeletionAnnotation. Empty turns the protection off.
+	NodeName string
 
 	watcher *external.Watcher
 }

@@ -65,6 +65,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *clusterv1.Machine, 
 	}
 	r.setPhase(m, clusterv1.MachinePhaseDeleting)
 	setReady(m)
+	// Step 0: the Machine whose Node runs this manager waits for the override annotation (or
+	// for the manager to move).
+	if held, err := r.protectsManager(ctx, m, cluster); err != nil || held {
+		if held {
+			r.holdForManager(m)
+		}
+		return ctrl.Result{}, err
+	}
 	if !reached(m, clusterv1.MachineDeletingReason) {
 		deleting(m, clusterv1.MachineDeletingReason, "deletion started")
 	}
