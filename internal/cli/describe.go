@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -210,8 +212,8 @@ func (p printer) cluster(cl *clusterv1.Cluster, s *snapshot) {
 		}
 		fmt.Fprintf(p.out, "└─ MachinePool %s  replicas %d/%d ready (Cluster API only)\n", mp.Name,
 			ptr.Deref(mp.Status.ReadyReplicas, 0), ptr.Deref(mp.Spec.Replicas, 0))
-		for n, m := range s.capiMachines {
-			if ref := ownerOf(m.OwnerReferences, "MachinePool"); ref == mp.Name {
+		for _, n := range slices.Sorted(maps.Keys(s.capiMachines)) {
+			if ref := ownerOf(s.capiMachines[n].OwnerReferences, "MachinePool"); ref == mp.Name {
 				owned[n] = true
 				p.machine(n, s, "   ")
 			}
