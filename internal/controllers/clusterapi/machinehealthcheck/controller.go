@@ -72,16 +72,19 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with watches on Machines, Clusters and (for a
 // self-hosted workload cluster, like the lab) Nodes.
+// In Mirrors mode it is the controller sync-mirror-machinehealthcheck, and a Node maps to
+// every check (allChecks).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	name, nodeToChecks := "clusterapi-machinehealthcheck", r.nodeToChecks
 	if r.Mirrors {
-		return r.setupMirrors(mgr)
+		name, nodeToChecks = "sync-mirror-machinehealthcheck", r.allChecks
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("clusterapi-machinehealthcheck").
+		Named(name).
 		For(&clusterv1.MachineHealthCheck{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks), builder.WithPredicates(gate.ClusterChanged)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToChecks), builder.WithPredicates(gate.NodeChanged)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToChecks), builder.WithPredicates(gate.NodeChanged)).
 		Complete(r)
 }
 

@@ -4,12 +4,9 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -32,17 +29,6 @@ import (
 // (machinesync's carryRemediation). It writes nothing else: the check's status belongs to
 // the check's controller. Nodes are read from the cluster machina runs in, where the Machine
 // API's Nodes are.
-
-// setupMirrors registers the Mirrors mode: checks, their mirrors, their Clusters and Nodes.
-func (r *Reconciler) setupMirrors(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sync-mirror-machinehealthcheck").
-		For(&clusterv1.MachineHealthCheck{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks), builder.WithPredicates(gate.ClusterChanged)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allChecks), builder.WithPredicates(gate.NodeChanged)).
-		Complete(r)
-}
 
 // allChecks maps a Node to every check: a Machine API Node names its Machine API Machine,
 // not the mirror, and a cluster has few checks.
