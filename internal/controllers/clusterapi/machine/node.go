@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/patch"
 )
 
 // Node annotations the controller maintains.
@@ -49,7 +50,7 @@ func ManagedNodeLabel(key string) bool {
 }
 
 // reconcileNode finds the Machine's Node by providerID in the workload cluster, records it
-// in status.nodeRef and keeps its managed labels in sync.
+// in status.nodeRef and keeps its managed labels and taints in sync.
 func (r *Reconciler) reconcileNode(ctx context.Context, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	if m.Spec.ProviderID == "" {
 		setNodeConditions(m, metav1.ConditionUnknown, clusterv1.MachineNodeDoesNotExistReason, "waiting for the infrastructure to report spec.providerID")
@@ -82,11 +83,13 @@ func (r *Reconciler) reconcileNode(ctx context.Context, m *clusterv1.Machine, cl
 	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node.Name}
 	info := node.Status.NodeInfo
 	m.Status.NodeInfo = &info
-	if err := syncNode(ctx, wc, m, cluster, node); err != nil {
-		return ctrl.Result{}, err
-	}
+	err = syncNode(ctx, wc, m, cluster, node)
 	nodeHealth(m, node)
-	return ctrl.Result{}, nil
+	if apierrors.IsConflict(err) {
+		// The Node changed since it was read: try again soon, on fresh data.
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // findNode returns the Machine's Node: the one named by nodeRef when it still has the
@@ -124,8 +127,9 @@ func findNode(ctx context.Context, wc client.Client, nodeCache client.Reader, m 
 	return nil, nil
 }
 
-// syncNode applies the Machine's managed labels and the Machine annotations to the Node,
-// removing managed labels the Machine no longer has.
+// syncNode applies the Machine's managed labels, the Machine annotations and the Machine's
+// taints (syncTaints) to the Node, removing managed labels and taints the Machine no longer
+// has.
 func syncNode(ctx context.Context, wc client.Client, m *clusterv1.Machine, cluster *clusterv1.Cluster, node *corev1.Node) error {
 	want := map[string]string{}
 	for k, v := range m.Labels {
@@ -162,12 +166,20 @@ func syncNode(ctx context.Context, wc client.Client, m *clusterv1.Machine, clust
 	node.Annotations[ClusterNameAnnotation] = cluster.Name
 	node.Annotations[ClusterNamespaceAnnotation] = cluster.Namespace
 	node.Annotations[MachineAnnotation] = m.Name
-	if equalMaps(base.Labels, node.Labels) && equalMaps(base.Annotations, node.Annotations) {
+	tainted := syncTaints(node, m.Spec.Taints)
+	if !tainted && equalMaps(base.Labels, node.Labels) && equalMaps(base.Annotations, node.Annotations) {
 		return nil
 	}
 	// A merge patch sets and removes single keys, so labels others set meanwhile survive.
-	if err := wc.Patch(ctx, node, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("syncing labels of Node %s: %w", node.Name, err)
+	// It replaces spec.taints whole, though: a patch that changes them carries the Node's
+	// resourceVersion, so a taint somebody else changed meanwhile fails it (a conflict, the
+	// caller looks again soon) instead of being overwritten.
+	opts := []client.MergeFromOption{}
+	if tainted {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if err := wc.Patch(ctx, node, client.MergeFromWithOptions(base, opts...)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("syncing labels and taints of Node %s: %w", node.Name, err)
 	}
 	return nil
 }
