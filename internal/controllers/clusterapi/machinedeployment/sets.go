@@ -354,7 +354,7 @@ func applyUpdate(md *clusterv1.MachineDeployment, ms *clusterv1.MachineSet, u up
 		return
 	}
 	// The fields Cluster API propagates in place (labels, annotations, minReadySeconds,
-	// deletion timeouts) follow the MachineDeployment's template.
+	// deletion timeouts, taints) follow the MachineDeployment's template.
 	hash := ms.Spec.Template.Labels[clusterv1.MachineDeploymentUniqueLabel]
 	ms.Spec.Template = desiredTemplate(md, hash)
 	ms.Spec.MachineNaming = md.Spec.MachineNaming

@@ -57,10 +57,11 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, mp *clusterv1.Machin
 		}
 	}
 	// Template labels, annotations, minReadySeconds and deletion timeouts reach the existing
-	// Machines in place (a health check selecting a new template label finds them).
+	// Machines in place (a health check selecting a new template label finds them); taints
+	// do not, as in the Cluster API, which refuses them on a MachinePool's template.
 	// A Machine that changed under the propagation gets it on the pool's next pass (a pool
 	// not yet settled looks again within WaitRequeue, a settled one on the Machine's event).
-	if _, _, err := inplace.Propagate(ctx, r.Client, pool, mp.Spec.Template.ObjectMeta, &mp.Spec.Template.Spec); err != nil {
+	if _, _, err := inplace.Propagate(ctx, r.Client, pool, inplace.Template{Meta: mp.Spec.Template.ObjectMeta, Spec: &mp.Spec.Template.Spec}); err != nil {
 		return nil, err
 	}
 	created := 0

@@ -262,9 +262,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	var errs []error
 	var scaleErr error
 	key := client.ObjectKeyFromObject(ms)
-	// The template's labels, annotations, minReadySeconds and deletion timeouts reach the
-	// existing Machines without replacing them.
-	_, stale, err := inplace.Propagate(ctx, r.Client, machines, ms.Spec.Template.ObjectMeta, &ms.Spec.Template.Spec)
+	// The template's labels, annotations, minReadySeconds, deletion timeouts and taints reach
+	// the existing Machines without replacing them.
+	_, stale, err := inplace.Propagate(ctx, r.Client, machines,
+		inplace.Template{Meta: ms.Spec.Template.ObjectMeta, Spec: &ms.Spec.Template.Spec, Taints: true})
 	if err != nil {
 		errs = append(errs, err)
 	}

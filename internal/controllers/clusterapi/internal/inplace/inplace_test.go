@@ -30,7 +30,7 @@ func TestApply(t *testing.T) {
 	meta := clusterv1.ObjectMeta{Labels: map[string]string{"team": "blue"}, Annotations: map[string]string{"note": "n"}}
 	spec := &clusterv1.MachineSpec{MinReadySeconds: ptr.To[int32](3),
 		Deletion: clusterv1.MachineDeletionSpec{NodeVolumeDetachTimeoutSeconds: ptr.To[int32](40)}}
-	if !inplace.Apply(m, meta, spec) {
+	if !inplace.Apply(m, inplace.Template{Meta: meta, Spec: spec}) {
 		t.Fatal("Apply reported no change")
 	}
 	d := m.Spec.Deletion
@@ -44,7 +44,7 @@ func TestApply(t *testing.T) {
 	case ptr.Deref(d.NodeDeletionTimeoutSeconds, -1) != 10:
 		t.Errorf("node deletion timeout %v: a template without one keeps the Machine's (admission default)", d.NodeDeletionTimeoutSeconds)
 	}
-	if inplace.Apply(m, meta, spec) {
+	if inplace.Apply(m, inplace.Template{Meta: meta, Spec: spec}) {
 		t.Error("a second Apply reported a change")
 	}
 	// The copy is the Machine's own: changing the template afterwards does not reach it.
@@ -52,12 +52,44 @@ func TestApply(t *testing.T) {
 	if ptr.Deref(m.Spec.MinReadySeconds, -1) != 3 {
 		t.Error("Apply shared a pointer with the template")
 	}
-	if !inplace.Apply(m, clusterv1.ObjectMeta{}, &clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{
-		NodeDeletionTimeoutSeconds: ptr.To[int32](50)}}) || ptr.Deref(m.Spec.Deletion.NodeDeletionTimeoutSeconds, -1) != 50 {
+	if !inplace.Apply(m, inplace.Template{Spec: &clusterv1.MachineSpec{Deletion: clusterv1.MachineDeletionSpec{
+		NodeDeletionTimeoutSeconds: ptr.To[int32](50)}}}) || ptr.Deref(m.Spec.Deletion.NodeDeletionTimeoutSeconds, -1) != 50 {
 		t.Errorf("node deletion timeout %v, want 50 from the template", m.Spec.Deletion.NodeDeletionTimeoutSeconds)
 	}
-	if inplace.Apply(m, meta, nil) {
+	if inplace.Apply(m, inplace.Template{Meta: meta}) {
 		t.Error("metadata-only Apply changed a Machine that has the metadata")
+	}
+}
+
+func gpu(value string) clusterv1.MachineTaint {
+	return clusterv1.MachineTaint{Key: "gpu", Value: value, Effect: "NoSchedule", Propagation: clusterv1.MachineTaintPropagationAlways}
+}
+
+// Taints follow a template that asks for them exactly, as the Cluster API's MachineSet
+// does: added, changed and dropped. A template that does not ask (a MachinePool's) leaves the
+// Machine's taints alone.
+func TestApplyTaints(t *testing.T) {
+	m := machine("m")
+	spec := &clusterv1.MachineSpec{Deletion: m.Spec.Deletion, Taints: []clusterv1.MachineTaint{gpu("true")}}
+	if !inplace.Apply(m, inplace.Template{Spec: spec, Taints: true}) || len(m.Spec.Taints) != 1 || m.Spec.Taints[0] != gpu("true") {
+		t.Fatalf("taints %v, want the template's", m.Spec.Taints)
+	}
+	spec.Taints[0].Value = "false"
+	if m.Spec.Taints[0].Value != "true" {
+		t.Error("Apply shared the taints with the template")
+	}
+	if !inplace.Apply(m, inplace.Template{Spec: spec, Taints: true}) || m.Spec.Taints[0].Value != "false" {
+		t.Errorf("changed taint %v", m.Spec.Taints)
+	}
+	if inplace.Apply(m, inplace.Template{Spec: spec, Taints: true}) {
+		t.Error("a second Apply reported a change")
+	}
+	pool := &clusterv1.MachineSpec{Deletion: m.Spec.Deletion}
+	if inplace.Apply(m, inplace.Template{Spec: pool}) || len(m.Spec.Taints) != 1 {
+		t.Errorf("a template without Taints changed the taints: %v", m.Spec.Taints)
+	}
+	if !inplace.Apply(m, inplace.Template{Spec: pool, Taints: true}) || m.Spec.Taints != nil {
+		t.Errorf("taints dropped from the template stay: %v", m.Spec.Taints)
 	}
 }
 
@@ -66,12 +98,13 @@ func TestRolloutSpec(t *testing.T) {
 	spec := &machine("m").Spec
 	spec.MinReadySeconds = ptr.To[int32](3)
 	spec.FailureDomain = "zone-a"
+	spec.Taints = []clusterv1.MachineTaint{gpu("true")}
 	got := inplace.RolloutSpec(spec)
 	if got.MinReadySeconds != nil || got.Deletion.NodeDrainTimeoutSeconds != nil || got.Deletion.NodeDeletionTimeoutSeconds != nil ||
-		got.FailureDomain != "zone-a" {
+		got.Taints != nil || got.FailureDomain != "zone-a" {
 		t.Errorf("rollout spec %+v", got)
 	}
-	if spec.MinReadySeconds == nil || spec.Deletion.NodeDrainTimeoutSeconds == nil {
+	if spec.MinReadySeconds == nil || spec.Deletion.NodeDrainTimeoutSeconds == nil || len(spec.Taints) != 1 {
 		t.Error("RolloutSpec changed its argument")
 	}
 }
@@ -101,7 +134,7 @@ func TestPropagateSkipsConflicts(t *testing.T) {
 		listed = append(listed, m)
 	}
 	meta := clusterv1.ObjectMeta{Labels: map[string]string{"team": "blue"}}
-	changed, stale, err := inplace.Propagate(ctx, c, listed, meta, nil)
+	changed, stale, err := inplace.Propagate(ctx, c, listed, inplace.Template{Meta: meta})
 	if err != nil || changed != 1 || !stale {
 		t.Fatalf("changed %d stale %v err %v, want 1 true nil", changed, stale, err)
 	}
