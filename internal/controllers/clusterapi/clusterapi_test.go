@@ -38,7 +38,7 @@ func TestClusterAPI(t *testing.T) {
 	newCluster(t, e, "main", false)
 
 	t.Run("ClusterProvisionsItsInfrastructure", testClusterProvisioned)
-	t.Run("MachineProvisionsWithNodeAndLabels", testMachineProvisions)
+	t.Run("MachineProvisionsWithNodeLabelsAndTaints", testMachineProvisions)
 	t.Run("V1Beta1ContractProvider", testV1Beta1Provider)
 	t.Run("PausedAnnotation", testPausedAnnotation)
 	t.Run("PausedCluster", testPausedCluster)

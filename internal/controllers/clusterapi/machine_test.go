@@ -85,6 +85,7 @@ func testMachineProvisions(t *testing.T) {
 			APIGroup: testConfigGVK.Group, Kind: testConfigGVK.Kind, Name: "m1"}}
 		m.Labels = map[string]string{"node-role.kubernetes.io/worker": "", "node.cluster.x-k8s.io/pool": "blue",
 			"pool.node-restriction.kubernetes.io/tier": "gold", "team": "blue"}
+		m.Spec.Taints = machineTaints
 	})
 	m := waitPhase(t, e, "m1", clusterv1.MachinePhasePending, 30*time.Second)
 	if c := condition(m.Status.Conditions, clusterv1.MachineBootstrapConfigReadyCondition); !strings.HasPrefix(c, "False/") {
@@ -164,6 +165,8 @@ func testMachineProvisions(t *testing.T) {
 	if node.Annotations[machine.MachineAnnotation] != "m1" || node.Annotations[machine.ClusterNameAnnotation] != "main" {
 		t.Errorf("Node annotations %v", node.Annotations)
 	}
+
+	checkNodeTaints(t, e, "m1", node.Name)
 
 	// A label dropped from the Machine disappears from the Node; others stay.
 	patchMachine(t, e, "m1", func(m *clusterv1.Machine) { delete(m.Labels, "node.cluster.x-k8s.io/pool") })
