@@ -19,6 +19,9 @@ import (
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
+var gpuTaint = clusterv1.MachineTaint{Key: "example.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule,
+	Propagation: clusterv1.MachineTaintPropagationAlways}
+
 func newMHC(name string, selector map[string]string) *clusterv1.MachineHealthCheck {
 	return &clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ct.NS},
 		Spec: clusterv1.MachineHealthCheckSpec{ClusterName: ct.Cluster, Selector: metav1.LabelSelector{MatchLabels: selector},
@@ -26,7 +29,7 @@ func newMHC(name string, selector map[string]string) *clusterv1.MachineHealthChe
 				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](300)}}}}}
 }
 
-// In-place fields of the template (labels, annotations, minReadySeconds, deletion timeouts)
+// In-place fields of the template (labels, annotations, minReadySeconds, deletion timeouts, taints)
 // and the MachineDeployment's annotations reach the existing MachineSet and Machines without
 // replacing either; a health check selecting a new template label then targets them.
 func testInPlace(t *testing.T) {
@@ -48,6 +51,7 @@ func testInPlace(t *testing.T) {
 		md.Spec.Template.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To[int32](30)
 		md.Spec.Template.Spec.Deletion.NodeVolumeDetachTimeoutSeconds = ptr.To[int32](40)
 		md.Spec.Template.Spec.Deletion.NodeDeletionTimeoutSeconds = ptr.To[int32](50)
+		md.Spec.Template.Spec.Taints = []clusterv1.MachineTaint{gpuTaint}
 	})
 	e.Eventually(time.Minute, "Machines updated in place", func(context.Context) (bool, string, error) {
 		var bad []string
@@ -55,9 +59,9 @@ func testInPlace(t *testing.T) {
 			d := m.Spec.Deletion
 			if m.Labels["team"] != "blue" || m.Annotations["example.com/note"] != "in place" || ptr.Deref(m.Spec.MinReadySeconds, 0) != 1 ||
 				ptr.Deref(d.NodeDrainTimeoutSeconds, 0) != 30 || ptr.Deref(d.NodeVolumeDetachTimeoutSeconds, 0) != 40 ||
-				ptr.Deref(d.NodeDeletionTimeoutSeconds, 0) != 50 {
-				bad = append(bad, fmt.Sprintf("%s labels %v annotations %v minReady %v deletion %+v", m.Name, m.Labels, m.Annotations,
-					ptr.Deref(m.Spec.MinReadySeconds, -1), d))
+				ptr.Deref(d.NodeDeletionTimeoutSeconds, 0) != 50 || len(m.Spec.Taints) != 1 || m.Spec.Taints[0] != gpuTaint {
+				bad = append(bad, fmt.Sprintf("%s labels %v annotations %v minReady %v deletion %+v taints %v", m.Name, m.Labels, m.Annotations,
+					ptr.Deref(m.Spec.MinReadySeconds, -1), d, m.Spec.Taints))
 			}
 		}
 		return len(bad) == 0, strings.Join(bad, "; "), nil

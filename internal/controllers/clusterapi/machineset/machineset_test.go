@@ -40,6 +40,7 @@ func TestMachineSet(t *testing.T) {
 	t.Run("DeletionOrderAndDeleteMachineAnnotation", testDeletionOrder)
 	t.Run("AdoptsMatchingOrphans", testAdoption)
 	t.Run("TemplateChangeOnlyForNewMachines", testTemplateChange)
+	t.Run("TemplateTaintsInPlaceToMachinesAndNodes", testTemplateTaints)
 	t.Run("PausedByAnnotationAndCluster", testPaused)
 	t.Run("DeletionDeletesMachinesFirst", testDeletion)
 }
