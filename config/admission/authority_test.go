@@ -257,6 +257,11 @@ func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
 		expectDenied(t, autoscaler.Update(ctx, m), "spec: Forbidden: Machine paused-copy is a paused mirror")
 	})
 
+	t.Run("AutoscalerMayScaleAndMarkMachineAPIMirrors", func(t *testing.T) {
+		autoscaler := clientAs(t, l, autoscalerUser, nil, "system:serviceaccounts", "system:masters")
+		testAutoscalerOnMachineAPIMirrors(t, admin, controller, autoscaler, m.Name)
+	})
+
 	t.Run("DeletingNonAuthoritativeMachineSetWarns", func(t *testing.T) {
 		l := map[string]string{"set": "mirror"}
 		ms := machineSet("mirror-set", l, l, sim(nil))

@@ -36,7 +36,8 @@ const (
 // checkMirrorExceptions checks what the rules still let others write on a mirror: a paused
 // controller of the kind may report its Paused condition (with the Machine API's lastUpdated
 // stamp) and nothing else of the status, and the cluster autoscaler may mark a mirrored
-// Cluster API Machine for deletion (its scale-down does that before lowering replicas).
+// Machine of either API for deletion (its scale-down does that before lowering replicas), with
+// that API's key and no other reserved annotation.
 func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.Client, kinds []matrixKind) {
 	t.Helper()
 	ctx := context.Background()
@@ -59,6 +60,8 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		return matrixKind{}
 	}
 	deleteMark := metaPatch("annotations", "cluster.x-k8s.io/delete-machine", "yes")
+	mapiDeleteMark := metaPatch("annotations", "machine.openshift.io/delete-machine", "yes")
+	const mapiMachineAnnotations = "metadata.annotations: Forbidden: annotations in the " + reservedDomains + " domains of Machine mx-machine"
 	// machine-api-operator's paused MachineSet controller stamps the generation it saw with its
 	// Paused condition; any other observedGeneration is the sync's to write.
 	set := &machinev1beta1.MachineSet{}
@@ -115,6 +118,19 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 		{"autoscaler marks a mirrored Machine for deletion", ids[idAutoscaler], "cluster.x-k8s.io/Machine", wAnno, deleteMark, ""},
 		{"namespace admin marks a mirrored Machine for deletion", ids[idNSAdmin], "cluster.x-k8s.io/Machine", wAnno, deleteMark,
 			"metadata.annotations: Forbidden: annotations in the " + reservedDomains + " domains of Machine cx-machine"},
+		{"autoscaler marks a Machine API Machine mirror for deletion", ids[idAutoscaler], "machine.openshift.io/Machine", wAnno, mapiDeleteMark, ""},
+		{"autoscaler marks a Machine API Machine mirror for deletion with the older key", ids[idAutoscaler], "machine.openshift.io/Machine", wAnno,
+			metaPatch("annotations", "machine.openshift.io/cluster-api-delete-machine", "yes"), ""},
+		{"namespace admin marks a Machine API Machine mirror for deletion", ids[idNSAdmin], "machine.openshift.io/Machine", wAnno, mapiDeleteMark,
+			mapiMachineAnnotations},
+		{"cluster admin marks a Machine API Machine mirror for deletion", ids[idAdmin], "machine.openshift.io/Machine", wAnno, mapiDeleteMark,
+			mapiMachineAnnotations},
+		{"autoscaler sets another openshift.io annotation on a Machine API Machine mirror", ids[idAutoscaler], "machine.openshift.io/Machine", wAnno,
+			metaPatch("annotations", "machine.openshift.io/exclude-node-draining", ""), mapiMachineAnnotations},
+		{"autoscaler puts the Cluster API key on a Machine API Machine mirror", ids[idAutoscaler], "machine.openshift.io/Machine", wAnno, deleteMark,
+			mapiMachineAnnotations},
+		{"autoscaler puts the Machine API key on a MachineSet mirror", ids[idAutoscaler], "machine.openshift.io/MachineSet", wAnno, mapiDeleteMark,
+			"metadata.annotations: Forbidden: annotations in the " + reservedDomains + " domains of MachineSet mx-set"},
 	}
 	for _, tc := range cases {
 		k := kind(tc.kind)

@@ -178,15 +178,15 @@ func expected(id string, k matrixKind, w string) outcome {
 		return outcome{by: "policy", message: "status: Forbidden: " + kind + " " + k.obj + " is a mirror: the Cluster API is authoritative (ClusterAPI)"}
 	case wScale:
 		switch {
+		case id == idAutoscaler:
+			return allow // the autoscaler scales a mirror of either API; the sync carries it over
 		case !capi:
 			return outcome{by: "webhook", message: "spec.replicas: Forbidden: MachineSet " + k.obj + " is a mirror: the Cluster API is authoritative"}
-		case id == idAutoscaler:
-			return allow
 		}
 		return outcome{by: "webhook", message: "spec.replicas: Forbidden: MachineSet " + k.obj + " is a paused mirror of an authoritative Machine API resource"}
 	case wSpec, wReplicas:
 		switch {
-		case capi && w == wReplicas && id == idAutoscaler:
+		case w == wReplicas && id == idAutoscaler:
 			return allow
 		case capi:
 			return outcome{by: "policy", message: "spec: Forbidden: " + kind + " " + k.obj + " is a paused mirror of an authoritative Machine API resource"}

@@ -14,9 +14,9 @@ import (
 	"github.com/machina-dev/machina/internal/gate"
 )
 
-// AutoscalerUser is the identity OpenShift's cluster autoscaler runs as; it may scale a
-// paused Cluster API mirror MachineSet (the sync carries its change over to the Machine API
-// copy), as the machina-capi-mirror-writes policy lets it change spec.replicas.
+// AutoscalerUser is the identity OpenShift's cluster autoscaler runs as; it may scale a mirror
+// MachineSet of either API (the sync carries its change over to the authoritative copy), as the
+// machina-mapi-mirror-writes and machina-capi-mirror-writes policies let it change spec.replicas.
 const AutoscalerUser = "system:serviceaccount:openshift-machine-api:cluster-autoscaler"
 
 // Paths of the scale-subresource checks.
@@ -29,12 +29,12 @@ const (
 // cannot tell a mirror from an authoritative copy; these checks read the MachineSet.
 
 // MachineAPIScale refuses scaling a Machine API MachineSet whose authority is the Cluster
-// API, or that is Migrating back from it: its replicas are the sync's to set. Migrating from
-// the Machine API, it is still the side the sync copies from (status.synchronizedAPI), so a
-// scale reaches the Cluster API copy and the handover waits for it, as the
-// machina-mapi-mirror-writes policy lets a spec edit do.
+// API, or that is Migrating back from it, except by the cluster autoscaler: its replicas are
+// the sync's to set. Migrating from the Machine API, it is still the side the sync copies from
+// (status.synchronizedAPI), so a scale reaches the Cluster API copy and the handover waits for
+// it, as the machina-mapi-mirror-writes policy lets a spec edit do.
 func (r *Rules) MachineAPIScale(ctx context.Context, req admission.Request) admission.Response {
-	if req.Namespace != r.Namespaces.MachineAPI {
+	if req.Namespace != r.Namespaces.MachineAPI || req.UserInfo.Username == AutoscalerUser {
 		return admission.Allowed("")
 	}
 	ms := &machinev1beta1.MachineSet{}
