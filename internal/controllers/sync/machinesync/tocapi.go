@@ -41,6 +41,13 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
 			synccommon.ClusterAPIMachineSetNotMirrorReason, "MachineSet", set)
 	}
+	// A paused copy (a mirror, or one mid-handover) hands the autoscaler's delete mark back.
+	mirror := pause == synccommon.PauseMirror || pause == synccommon.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
+	if mirror && capi != nil {
+		if err := r.carryMarkToMAPI(ctx, mapi, capi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
@@ -50,6 +57,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		// Nothing is written on the other side: a partial mirror is worse than none.
 		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
 	}
+	synccommon.DropCarried(mapi, out.Machine.Annotations, synccommon.ClusterAPIDeleteMarks)
 	if mapi.Status.SynchronizedGeneration != mapi.Generation {
 		for _, w := range warnings {
 			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
@@ -106,7 +114,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	// replaced the conditions list without it, and the controller wrote it again: one more
 	// write per pair; locked, as the write now is, from the created copy it would conflict
 	// and be retried instead).
-	if !created && (pause == synccommon.PauseMirror || pause == synccommon.KeepPause && gate.HasPausedAnnotation(capi)) {
+	if !created && mirror {
 		if err := r.statusToCAPI(ctx, mapi, capi); err != nil {
 			return ctrl.Result{}, err
 		}

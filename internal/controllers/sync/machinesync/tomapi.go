@@ -32,10 +32,14 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if done, err := r.remediateForPausedOwner(ctx, mapi, capi); done || err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.carryMarkToCAPI(ctx, mapi, capi); err != nil {
+		return ctrl.Result{}, err
+	}
 	desired, res, err := r.convertToMAPI(ctx, mapi, capi)
 	if desired == nil {
 		return res, err
 	}
+	synccommon.DropCarried(capi, desired.Annotations, synccommon.MachineAPIDeleteMarks)
 	base := mapi.DeepCopy()
 	authority := mapi.Spec.AuthoritativeAPI
 	mapi.Spec = desired.Spec
