@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -60,6 +61,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	})
 	inNS := synccommon.InNamespace
+	// A scale-down by the autoscaler reads the set's Machines of both APIs (marks.go).
+	for _, o := range []client.Object{&machinev1beta1.Machine{}, &clusterv1.Machine{}} {
+		if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), o); err != nil {
+			return err
+		}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
 		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).

@@ -31,8 +31,9 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	// hands the autoscaler's replicas back.
 	mirror := pause == synccommon.PauseMirror || pause == synccommon.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
 	if mirror && capi != nil {
-		if _, err := r.autoscalerReplicas(ctx, mapi, capi); err != nil {
-			return ctrl.Result{}, err
+		if wait, err := r.autoscalerReplicas(ctx, mapi, capi); wait || err != nil {
+			// The mirror keeps the autoscaler's replicas until its delete marks are carried.
+			return ctrl.Result{RequeueAfter: MarkRetry}, err
 		}
 	}
 	p, err := synccommon.PlatformOf(r.Providers, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))

@@ -19,13 +19,18 @@ import (
 )
 
 // toMAPI converts the authoritative Cluster API MachineSet and its template onto the Machine
-// API copy, keeping the user's authority requests, and reflects the Cluster API status. The
+// API copy, keeping the user's authority requests, and reflects the Cluster API status; a
+// replicas change the autoscaler made on the copy goes to the Cluster API first. The
 // Cluster API MachineSet first gets the sync finalizer, as both copies of a pair do (one born
 // in the Cluster API too), so its deletion is carried over instead of it being created again
 // from its Machine API copy.
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
 	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
 		return ctrl.Result{}, err
+	}
+	if wait, err := r.autoscalerReplicasToCAPI(ctx, mapi, capi); wait || err != nil {
+		// The mirror keeps the autoscaler's replicas until its delete marks are carried.
+		return ctrl.Result{RequeueAfter: MarkRetry}, err
 	}
 	ref := capi.Spec.Template.Spec.InfrastructureRef
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
