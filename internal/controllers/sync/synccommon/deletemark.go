@@ -15,7 +15,7 @@ import (
 // its identity do so, and nothing else of the reserved annotations). The sync carries such a
 // mark to the authoritative copy in that API's spelling, where the MachineSet that scales acts
 // on it.
-//
+
 // CarriedMarkAnnotation on the authoritative copy of a Machine records that its delete-machine
 // mark was carried there from the mirror: once the mirror's mark is gone the sync removes it
 // again, and it is never copied back onto the mirror (where it would look like the sync's).
