@@ -74,6 +74,39 @@ func policyInfraRules(t *testing.T, name string) map[string]bool {
 	return nil
 }
 
+// TestPauseAcksCoverEveryPlatform: a provider that acknowledges a pause by an annotation, or
+// whose pause an operator acknowledges with machina.dev/provider-paused, must be able to write
+// it on a paused InfraMachine mirror, or a handover away from the Cluster API never goes on.
+func TestPauseAcksCoverEveryPlatform(t *testing.T) {
+	objs, err := admission.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks := ""
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" || o.GetName() != "machina-capi-mirror-writes" {
+			continue
+		}
+		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+		for _, v := range vars {
+			if m, _ := v.(map[string]any); m["name"] == "pauseAcks" {
+				acks, _ = m["expression"].(string)
+			}
+		}
+	}
+	if acks == "" {
+		t.Fatal("machina-capi-mirror-writes has no pauseAcks variable")
+	}
+	for _, p := range provider.Builtin().All() {
+		if p.PauseAckAnnotation != "" && !strings.Contains(acks, "'"+p.PauseAckAnnotation+"'") {
+			t.Errorf("platform %s acknowledges a pause by removing %s, which the mirror policy refuses", p.Name, p.PauseAckAnnotation)
+		}
+		if p.PauseAckByOperator && !strings.Contains(acks, "'machina.dev/provider-paused'") {
+			t.Errorf("platform %s's pause is acknowledged by an operator's machina.dev/provider-paused, which the mirror policy refuses", p.Name)
+		}
+	}
+}
+
 // TestMirrorPoliciesCoverEveryPlatform: adding a platform to internal/provider is one package,
 // so the mirror policies are checked against the registry: every platform's InfraMachine and
 // InfraMachineTemplate (and their status) are protected, and the policies name no
