@@ -58,7 +58,6 @@ func (r *Reconciler) autoscalerReplicas(ctx context.Context, mapi *machinev1beta
 // (status.synchronizedGeneration behind its generation) wins. A scale-down waits, as above,
 // for the autoscaler's marks on the Machine API Machines to reach the Cluster API Machines.
 func (r *Reconciler) autoscalerReplicasToCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (wait bool, err error) {
-
 	if mapi.Spec.Replicas == nil || ptr.Equal(capi.Spec.Replicas, mapi.Spec.Replicas) ||
 		mapi.Status.SynchronizedGeneration != capi.Generation || !r.autoscalerOwns(mapi.ManagedFields) {
 		return false, nil
