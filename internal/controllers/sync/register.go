@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		return err
 	}
 	if err := (&machinesetsync.Reconciler{
-		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machineset"),
+		Client: mgr.GetClient(), APIReader: reader, Namespaces: ns, Recorder: events.For(mgr, "sync-machineset"),
 		Providers: providers, AutoscalerFieldManager: env.AutoscalerManager(),
 	}).SetupWithManager(mgr); err != nil {
 		return err

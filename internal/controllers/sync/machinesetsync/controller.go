@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -32,7 +31,9 @@ const ContextRetry = 10 * time.Second
 
 // Reconciler keeps one MachineSet's copies in step; requests carry the Machine API namespace.
 type Reconciler struct {
-	Client     client.Client
+	Client client.Client
+	// APIReader reads the Machines a scale-down by the autoscaler waits on (marks.go).
+	APIReader  client.Reader
 	Namespaces synccommon.Namespaces
 	Recorder   record.EventRecorder
 	// Providers are the platforms whose MachineSets are mirrored.
@@ -61,12 +62,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	})
 	inNS := synccommon.InNamespace
-	// A scale-down by the autoscaler reads the set's Machines of both APIs (marks.go).
-	for _, o := range []client.Object{&machinev1beta1.Machine{}, &clusterv1.Machine{}} {
-		if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), o); err != nil {
-			return err
-		}
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
 		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
