@@ -116,7 +116,8 @@ func decoded(m *machinev1beta1.Machine) map[string]any {
 // TestAdmissionAsUsersSeeIt sends requests as a non-admin user to the real kube-apiserver
 // and checks each policy's answer word for word.
 func TestAdmissionAsUsersSeeIt(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
+	top := t
 	ctx := context.Background()
 	admin, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
@@ -233,18 +234,7 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 	t.Run("ClusterIDLabelMayBeAdded", func(t *testing.T) { testClusterIDAddable(t, admin) })
 	t.Run("ClusterIDLabelDefaulted", func(t *testing.T) {
 		const label = "machine.openshift.io/cluster-api-cluster"
-		infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-			Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType}}}
-		if err := admin.Create(ctx, infra); err != nil {
-			t.Fatal(err)
-		}
-		infra.Status = configv1.InfrastructureStatus{InfrastructureName: "lab-7x2kq",
-			PlatformStatus:         &configv1.PlatformStatus{Type: configv1.NonePlatformType},
-			ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
-			InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
-		if err := admin.Status().Update(ctx, infra); err != nil {
-			t.Fatal(err)
-		}
+		createInfrastructure(t, top, admin, "lab-7x2kq", configv1.PlatformStatus{Type: configv1.NonePlatformType})
 		// The policy sees the Infrastructure a moment after it changes.
 		m := machine("cluster-id", sim(nil))
 		deadline := time.Now().Add(30 * time.Second)
@@ -302,4 +292,43 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 			t.Fatalf("removing the finalizer must be allowed: %v", err)
 		}
 	})
+}
+
+// TestMain shares one lab among the package's tests (labtest.Shared).
+func TestMain(m *testing.M) { labtest.Main(m) }
+
+// createInfrastructure creates the cluster's Infrastructure as an installer leaves it, named
+// name on the platform of status, and deletes it when top (the test) ends, waiting until
+// admission no longer defaults the cluster-ID label from it: the next test of the shared lab
+// starts without an Infrastructure.
+func createInfrastructure(t, top *testing.T, admin client.Client, name string, status configv1.PlatformStatus) {
+	t.Helper()
+	ctx := context.Background()
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: status.Type}}}
+	if err := admin.Create(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	top.Cleanup(func() {
+		if err := admin.Delete(ctx, infra); err != nil {
+			top.Errorf("deleting the Infrastructure: %v", err)
+			return
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			probe := machine("no-infrastructure", sim(nil))
+			if err := admin.Create(ctx, probe, client.DryRunAll); err == nil && probe.Labels[clusterIDLabel] == "" {
+				return
+			}
+			if time.Now().After(deadline) {
+				top.Errorf("admission still defaults the cluster-ID label 30s after the Infrastructure was deleted")
+				return
+			}
+		}
+	})
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: name, PlatformStatus: &status,
+		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+		InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+	if err := admin.Status().Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
 }

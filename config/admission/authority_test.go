@@ -45,7 +45,7 @@ const autoscalerUser = "system:serviceaccount:openshift-machine-api:cluster-auto
 // real apiserver: an administrator (system:masters, so RBAC allows everything) and machina's
 // controller identity.
 func TestMirrorWritesAsUsersSeeThem(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	ctx := context.Background()
 	w := &warnings{}
 	admin := clientAs(t, l, "alice", w, "system:masters")

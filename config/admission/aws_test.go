@@ -66,7 +66,7 @@ var installerRoot = map[string]any{"ebs": map[string]any{"volumeSize": 120, "vol
 // administrator who writes the Infrastructure; machina's controller identity, whose mirrors
 // must stay exactly as converted.
 func TestAWSProviderSpecAdmission(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	ctx := context.Background()
 	admin := clientAs(t, l, "root", nil, "system:masters")
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "aws-machine-editor"}, Rules: []rbacv1.PolicyRule{{
@@ -305,18 +305,8 @@ func testAWSUnknownFields(t *testing.T, dana client.Client, w *warnings) {
 
 func testAWSRegion(t *testing.T, admin, dana client.Client) {
 	ctx := context.Background()
-	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.AWSPlatformType}}}
-	if err := admin.Create(ctx, infra); err != nil {
-		t.Fatal(err)
-	}
-	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "lab-x7k2p",
-		PlatformStatus:         &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}},
-		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
-		InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
-	if err := admin.Status().Update(ctx, infra); err != nil {
-		t.Fatal(err)
-	}
+	createInfrastructure(t, t, admin, "lab-x7k2p",
+		configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}})
 	// The policy sees the Infrastructure a moment after it changes.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -34,7 +34,7 @@ func capiMachineSet(name, cluster string) *clusterv1.MachineSet {
 // TestClusterAPIAdmissionAsUsersSeeIt sends Cluster API requests as a non-admin user and
 // checks the defaults Cluster API's webhooks would set and its immutable fields.
 func TestClusterAPIAdmissionAsUsersSeeIt(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	ctx := context.Background()
 	admin := clientAs(t, l, "admin", nil, "system:masters")
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "capi-editor"}, Rules: []rbacv1.PolicyRule{{

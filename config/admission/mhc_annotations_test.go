@@ -17,7 +17,7 @@ import (
 // The MachineHealthCheck's authority annotations as an administrator and as machina see them:
 // the request is the user's (with a checked value), the status-like ones are machina's.
 func TestMachineHealthCheckAuthorityAnnotations(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	ctx := context.Background()
 	admin := clientAs(t, l, "alice", nil, "system:masters")
 	machina := clientAs(t, l, lab.ManagerUser, nil, "system:masters")
@@ -69,7 +69,7 @@ func TestMachineHealthCheckAuthorityAnnotations(t *testing.T) {
 // check the Machine API owns, or one mid-handover (whose Cluster API copy the sync deletes),
 // is not warned about.
 func TestDeletingNonAuthoritativeMachineHealthCheckWarns(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	ctx := context.Background()
 	w := &warnings{}
 	admin := clientAs(t, l, "alice", w, "system:masters")

@@ -160,7 +160,7 @@ var infraSamples = map[string]infraSample{
 // embeds the simulated provider's and AWS's CRDs; the other platforms' come from the modules
 // go.mod pins.
 func TestInfraMirrorsOfEveryPlatform(t *testing.T) {
-	l := labtest.Start(t)
+	l := labtest.Shared(t)
 	installMissingInfraCRDs(t, l)
 	admin := clientAs(t, l, "alice", nil, "system:masters")
 	machina := clientAs(t, l, lab.ManagerUser, nil, "system:masters")

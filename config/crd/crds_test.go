@@ -35,7 +35,7 @@ func TestAllCRDsDecode(t *testing.T) {
 	for _, c := range crds {
 		groups[c.Spec.Group]++
 	}
-	want := map[string]int{"machine.openshift.io": 3, "cluster.x-k8s.io": 8, "config.openshift.io": 4, "infrastructure.machina.dev": 4}
+	want := map[string]int{"machine.openshift.io": 4, "cluster.x-k8s.io": 8, "config.openshift.io": 4, "infrastructure.machina.dev": 4}
 	for g, n := range want {
 		if groups[g] != n {
 			t.Errorf("group %s: %d CRDs, want %d", g, groups[g], n)

@@ -38,6 +38,10 @@ var Sources = []Source{
 	mapi("0000_10_machine-api_01_machines-TechPreviewNoUpgrade.crd.yaml", "machines.yaml"),
 	mapi("0000_10_machine-api_01_machinesets-TechPreviewNoUpgrade.crd.yaml", "machinesets.yaml"),
 	mapi("0000_10_machine-api_01_machinehealthchecks.crd.yaml", "machinehealthchecks.yaml"),
+	// OpenShift's ControlPlaneMachineSet (machine.openshift.io/v1), the owner of control-plane
+	// Machines, whose deletions the sync carries over (machinesync/delete.go).
+	{Module: openshiftAPI, Path: "machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml",
+		Dest: "machine.openshift.io/controlplanemachinesets.yaml"},
 	ocpConfig("0000_10_config-operator_01_infrastructures-Default.crd.yaml", "infrastructures.yaml"),
 	// What the sync and migration read and write of an OpenShift cluster's config API
 	// (internal/ocpconfig): the FeatureGate, the ClusterVersion whose version picks the

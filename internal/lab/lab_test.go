@@ -8,6 +8,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +48,8 @@ func ref(kind, name string) clusterv1.ContractVersionedObjectReference {
 // objects returns one valid object of every kind the lab installs.
 func objects(t *testing.T) []client.Object {
 	labels := map[string]string{"app": "crud"}
+	masters := map[string]string{"machine.openshift.io/cluster-api-machine-role": "master", "machine.openshift.io/cluster-api-machine-type": "master",
+		"machine.openshift.io/cluster-api-cluster": "crud"}
 	mapiSpec := machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: simProviderSpec(t)}}
 	capiMachineSpec := clusterv1.MachineSpec{
 		ClusterName:       "crud",
@@ -68,6 +71,15 @@ func objects(t *testing.T) []client.Object {
 				Selector: metav1.LabelSelector{MatchLabels: labels},
 				Template: machinev1beta1.MachineTemplateSpec{
 					ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels}, Spec: mapiSpec},
+			}},
+		&machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: ns},
+			Spec: machinev1.ControlPlaneMachineSetSpec{
+				Replicas: ptr.To[int32](3),
+				Selector: metav1.LabelSelector{MatchLabels: masters},
+				Template: machinev1.ControlPlaneMachineSetTemplate{
+					MachineType: machinev1.OpenShiftMachineV1Beta1MachineType,
+					OpenShiftMachineV1Beta1Machine: &machinev1.OpenShiftMachineV1Beta1MachineTemplate{
+						ObjectMeta: machinev1.ControlPlaneMachineSetTemplateObjectMeta{Labels: masters}, Spec: mapiSpec}},
 			}},
 		&machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "crud", Namespace: ns},
 			Spec: machinev1beta1.MachineHealthCheckSpec{

@@ -1,10 +1,11 @@
 // Package scheme builds the runtime.Scheme every machina client and controller uses: the
 // Kubernetes built-ins, the Machine API, config.openshift.io, Cluster API core v1beta2,
-// the Cluster API AWS provider (for conversion) and the simulated provider's types.
+// the Machine API's ControlPlaneMachineSet (machine.openshift.io/v1), the Cluster API AWS provider (for conversion) and the simulated provider's types.
 package scheme
 
 import (
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(machinev1beta1.Install(s))
+	utilruntime.Must(machinev1.Install(s))
 	utilruntime.Must(configv1.Install(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(infrav1.AddToScheme(s))

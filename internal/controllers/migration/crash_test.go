@@ -233,6 +233,7 @@ func testOwnLab(t *testing.T, pc platformCase) {
 		{"LaunchInUnpausedWindow_NoLeak", testLaunchInUnpausedWindow, false},
 		{"InfraMachineDeletedMidHandover_Reported", testInfraDeletedMidHandover, true},
 		{"RollbackFromEveryStep", testRollbackFromEveryStep, true},
+		{"ControlPlaneMachineSetReplaces_InstanceTerminated", testControlPlaneReplaced, true},
 	} {
 		if c.notOnAWS && pc.lab == "" && pc.provider.Name == provider.AWS().Name {
 			continue

@@ -47,7 +47,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	ns := synccommon.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS, AdditionalSyncMachineLabels: env.AdditionalSyncMachineLabels}
 	providers := env.ProviderRegistry()
 	if err := (&machinesync.Reconciler{
-		Client: mgr.GetClient(), Namespaces: ns, Recorder: events.For(mgr, "sync-machine"),
+		Client: mgr.GetClient(), APIReader: reader, Namespaces: ns, Recorder: events.For(mgr, "sync-machine"),
 		Providers: providers,
 	}).SetupWithManager(mgr); err != nil {
 		return err

@@ -38,7 +38,9 @@ const ContextRetry = 10 * time.Second
 // Reconciler keeps one Machine's two copies in step. Requests are keyed by the Machine API
 // namespace and the shared name.
 type Reconciler struct {
-	Client     client.Client
+	Client client.Client
+	// APIReader reads the owner of a deleted Machine (delete.go).
+	APIReader  client.Reader
 	Namespaces synccommon.Namespaces
 	Recorder   record.EventRecorder
 	// Providers are the platforms whose Machines are mirrored.
@@ -48,6 +50,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status;machinesets;clusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=controlplanemachinesets,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 
 // SetupWithManager watches both copies and every installed platform's InfraMachines.

@@ -7,7 +7,9 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,23 +89,40 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	return ctrl.Result{}, synccommon.Release(ctx, r.Client, mapi, extra...)
 }
 
-// ownerAlive reports whether the Machine's MachineSet exists and is not being deleted: a
-// MachineSet deleting one of its Machines (scale down, remediation) is carried over, while
-// Machines going because their non-authoritative parent was deleted are not.
+// deletingOwners are the owners whose deletion of a Machine API Machine is carried over to the
+// Cluster API copy: a MachineSet scaling down or remediating, and OpenShift's
+// ControlPlaneMachineSet replacing a control-plane Machine (it stays a Machine API object when
+// its Machines move; docs/migration.md). Without the latter a migrated master the
+// ControlPlaneMachineSet replaced would keep its instance, and an etcd member, running.
+var deletingOwners = map[schema.GroupKind]bool{
+	{Group: machinev1beta1.GroupName, Kind: "MachineSet"}:             true,
+	{Group: machinev1beta1.GroupName, Kind: "ControlPlaneMachineSet"}: true,
+}
+
+// ownerAlive reports whether the Machine's controller is one of deletingOwners and exists, not
+// being deleted: such an owner deleting one of its Machines is carried over, while Machines
+// going because their non-authoritative parent was deleted are not. The owner is read from
+// the API server (this runs once per deletion), so no informer is kept for its kind; a kind
+// not served on this cluster is an owner that does not exist.
 func (r *Reconciler) ownerAlive(ctx context.Context, mapi *machinev1beta1.Machine) (bool, error) {
-	ref := metav1.GetControllerOf(mapi)
+	ref := metav1.GetControllerOfNoCopy(mapi)
 	if ref == nil {
 		return false, nil
 	}
-	ms := &machinev1beta1.MachineSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: mapi.Namespace, Name: ref.Name}, ms)
-	if apierrors.IsNotFound(err) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || !deletingOwners[gv.WithKind(ref.Kind).GroupKind()] {
+		return false, nil
+	}
+	owner := &metav1.PartialObjectMetadata{}
+	owner.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: mapi.Namespace, Name: ref.Name}, owner)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return ms.UID == ref.UID && ms.DeletionTimestamp.IsZero(), nil
+	return owner.UID == ref.UID && owner.DeletionTimestamp.IsZero(), nil
 }
 
 // capiDeleted carries a Cluster API deletion over while the Machine API copy still exists. It
