@@ -15,10 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
+	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/testenv"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,8 +166,12 @@ func testMirrorCreated(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return capi.Status.Phase == "Running" && capi.Status.NodeRef.Name != "" && capi.Spec.ProviderID != "",
-			fmt.Sprintf("phase %q node %q providerID %q", capi.Status.Phase, capi.Status.NodeRef.Name, capi.Spec.ProviderID), nil
+		// The FAILURE DOMAIN column reads status.failureDomain, as for a Machine the Cluster
+		// API runs.
+		return capi.Status.Phase == "Running" && capi.Status.NodeRef.Name != "" && capi.Spec.ProviderID != "" &&
+				capi.Status.FailureDomain == p.zones[1],
+			fmt.Sprintf("phase %q node %q providerID %q failureDomain %q", capi.Status.Phase, capi.Status.NodeRef.Name,
+				capi.Spec.ProviderID, capi.Status.FailureDomain), nil
 	})
 
 	// Users cannot edit the paused copy (admission refuses); drift that gets past admission
@@ -267,6 +273,45 @@ func testClusterAPIFromBirth(t *testing.T, p platform) {
 	if controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) || m.Spec.ProviderID != nil {
 		t.Fatalf("the Machine API controller acted on a Cluster API-authoritative Machine: %v %v", m.Finalizers, m.Spec.ProviderID)
 	}
+	t.Run("MachineAPICopyShowsInstance", func(t *testing.T) { testInstanceShownOnMAPICopy(t, e, p, name) })
+}
+
+// testInstanceShownOnMAPICopy: once the Cluster API provider records an instance on the
+// InfraMachine (written here: no provider runs in this lab), the Machine API copy shows what
+// the platform's Machine API actuator would record — the instance type, region and zone
+// labels, the instance-state annotation and the providerStatus — so `oc get machines` reads
+// TYPE, REGION, ZONE and STATE for a Machine born in the Cluster API too.
+func testInstanceShownOnMAPICopy(t *testing.T, e *testenv.Env, p platform, name string) {
+	ctx := context.Background()
+	const instanceID = "i-0c0ffee0c0ffee001"
+	im := p.emptyInfraMachine()
+	im.SetNamespace(capiNS)
+	im.SetName(name)
+	spec := fmt.Sprintf(`{"spec":{"providerID":"%s:///%s/%s"}}`, p.provider.Name, p.zones[1], instanceID)
+	if p.provider.Name == provider.AWS().Name {
+		spec = fmt.Sprintf(`{"spec":{"providerID":"aws:///%s/%s","instanceID":"%s"}}`, p.zones[1], instanceID, instanceID)
+	}
+	if err := e.Client.Patch(ctx, im, client.RawPatch(types.MergePatchType, []byte(spec))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Status().Patch(ctx, im, client.RawPatch(types.MergePatchType, []byte(`{"status":{"instanceState":"running"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the Machine API copy shows the instance", func(ctx context.Context) (bool, string, error) {
+		m, err := getMAPI(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		status := ""
+		if m.Status.ProviderStatus != nil {
+			status = string(m.Status.ProviderStatus.Raw)
+		}
+		l := m.Labels
+		return l["machine.openshift.io/instance-type"] == p.types[1] && l["machine.openshift.io/region"] == p.region &&
+				l["machine.openshift.io/zone"] == p.zones[1] && m.Annotations["machine.openshift.io/instance-state"] == "running" &&
+				(strings.Contains(status, `"instanceId":"`+instanceID+`"`) || strings.Contains(status, `"instanceID":"`+instanceID+`"`)),
+			fmt.Sprintf("labels %v, annotations %v, providerStatus %s", l, m.Annotations, status), nil
+	})
 }
 
 func pausedAnnotated(o client.Object) bool {

@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capierrors "sigs.k8s.io/cluster-api/api/deprecated/errors"
 
+	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -32,6 +33,13 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 	}
 	provisioned := mapi.Spec.ProviderID != nil && *mapi.Spec.ProviderID != ""
 	capi.Status.Initialization.InfrastructureProvisioned = ptr.To(provisioned)
+	// The zone the instance runs in, as the Cluster API Machine controller reports it for a
+	// Machine it runs (kubectl's FAILURE DOMAIN column): the actuator's zone label, else the
+	// one asked for.
+	capi.Status.FailureDomain = capi.Spec.FailureDomain
+	if z := mapi.Labels[convert.MachineAPIZoneLabel]; z != "" {
+		capi.Status.FailureDomain = z
+	}
 	// Ready and Available are what Cluster API MachineSets and health checks count; a paused
 	// copy reports them from the Machine API's view.
 	phase := ptr.Deref(mapi.Status.Phase, "")

@@ -35,11 +35,14 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if err := r.carryMarkToCAPI(ctx, mapi, capi); err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, res, err := r.convertToMAPI(ctx, mapi, capi)
+	desired, view, res, err := r.convertToMAPI(ctx, mapi, capi)
 	if desired == nil {
 		return res, err
 	}
 	synccommon.DropCarried(capi, desired.Annotations, synccommon.MachineAPIDeleteMarks)
+	if view != nil {
+		desired.Labels, desired.Annotations = view.Apply(desired.Labels, desired.Annotations)
+	}
 	base := mapi.DeepCopy()
 	authority := mapi.Spec.AuthoritativeAPI
 	mapi.Spec = desired.Spec
@@ -60,6 +63,9 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	}
 	base = mapi.DeepCopy()
 	statusToMAPI(mapi, capi)
+	if view != nil {
+		mapi.Status.ProviderStatus = view.ProviderStatus
+	}
 	synccommon.SetSynchronized(&mapi.Status.Conditions, synccommon.SynchronizedReason, nil, nil)
 	mapi.Status.SynchronizedGeneration = capi.Generation
 	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
@@ -68,35 +74,40 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
 }
 
-// convertToMAPI reads the InfraMachine and converts; on failure it records why and returns nil.
-func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, ctrl.Result, error) {
+// convertToMAPI reads the InfraMachine and converts; on failure it records why and returns
+// nil. The InstanceView is what the platform's actuator would record about the instance (nil
+// when the platform records none).
+func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, *convert.InstanceView, ctrl.Result, error) {
 	ref := capi.Spec.InfrastructureRef
 	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {
-		return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+		return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
 	}
 	obj, err := r.Client.Scheme().New(cc.Platform.InfraMachineGVK()) // the manager's: every platform's types
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return nil, nil, ctrl.Result{}, err
 	}
 	infra := obj.(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, infra); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil,
+			return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil,
 				errorf("%s %s/%s not found", ref.Kind, capi.Namespace, ref.Name), 0)
 		}
-		return nil, ctrl.Result{}, err
+		return nil, nil, ctrl.Result{}, err
 	}
 	out, warnings, errs := convert.ToMachineAPIMachine(capi, infra, cc)
 	if len(errs) > 0 {
-		return nil, ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+		return nil, nil, ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
 	}
 	if mapi != nil && mapi.Status.SynchronizedGeneration != capi.Generation {
 		for _, w := range warnings {
 			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
 		}
 	}
-	return out, ctrl.Result{}, nil
+	if view, ok := convert.DescribeInstance(cc.Platform, infra, capi); ok {
+		return out, &view, ctrl.Result{}, nil
+	}
+	return out, nil, ctrl.Result{}, nil
 }
 
 // keepCAPI stores on the authoritative Cluster API Machine, in one write, what the sync keeps
@@ -192,7 +203,7 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	if err != nil || owner == nil {
 		return ctrl.Result{}, err
 	}
-	out, res, err := r.convertToMAPI(ctx, nil, capi)
+	out, _, res, err := r.convertToMAPI(ctx, nil, capi) // the instance view comes with the first toMAPI pass
 	if out == nil {
 		return res, err
 	}
