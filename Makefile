@@ -19,8 +19,11 @@ all: build
 build: ## build bin/machina
 	go build -o bin/machina ./cmd/machina
 
+# The README's test command. -vet=off: `make verify` vets every package already. -ldflags=-w:
+# test binaries without DWARF link in about 60% of the time (the migration package's: 17.1 s ->
+# 10.8 s), and a suite links some sixty of them.
 test: ## the README's test command
-	go test -count=1 -timeout 45m ./...
+	go test -count=1 -vet=off -ldflags=-w -timeout 45m ./...
 
 generate: rbac ## deepcopy and CRDs of the simulated provider's API types, and the RBAC roles
 	$(CONTROLLER_GEN) object paths=./api/...

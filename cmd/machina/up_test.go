@@ -173,6 +173,7 @@ func expectNoLeftovers(t *testing.T, stateDir string) {
 }
 
 func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
+	t.Parallel() // a lab of its own in its own state directory
 	bin := buildMachina(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	u := startUp(t, bin, stateDir)
@@ -286,6 +287,7 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 }
 
 func TestUpInterruptedDuringStartLeavesNothing(t *testing.T) {
+	t.Parallel() // a lab of its own in its own state directory
 	bin := buildMachina(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	u := startUp(t, bin, stateDir)
@@ -300,6 +302,7 @@ func TestUpInterruptedDuringStartLeavesNothing(t *testing.T) {
 }
 
 func TestUpKilledLeavesNoOrphans(t *testing.T) {
+	t.Parallel() // a lab of its own in its own state directory
 	bin := buildMachina(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	u := startUp(t, bin, stateDir)

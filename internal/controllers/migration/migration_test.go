@@ -361,3 +361,6 @@ func testManyHandoversLaunchNothing(t *testing.T, pc platformCase) {
 		t.Fatalf("8 handovers made %d RunInstances calls and created %d instances", runs, after.InstancesCreated-before.InstancesCreated)
 	}
 }
+
+// TestMain runs three of the package's labs at a time (testenv.Main).
+func TestMain(m *testing.M) { testenv.Main(m, 3) }

@@ -25,6 +25,7 @@ import (
 // controllers (which TestSync's does not) and the authority webhook: the autoscaler marks a
 // Machine, then lowers replicas, and exactly that Machine goes on both sides.
 func TestAutoscalerOnMirrors(t *testing.T) {
+	t.Parallel() // its own lab, beside TestSync's
 	e := testenv.Start(t, testenv.Options{Groups: "machineapi,sync,clusterapi,sim,admission"})
 	e.SeedCluster(cluster)
 	autoscaler := clientAs(t, e, autoscalerUser, "system:serviceaccounts", "system:serviceaccounts:openshift-machine-api", "system:masters")

@@ -79,6 +79,7 @@ func waitSynchronized(t *testing.T, e *testenv.Env, name string) *machinev1beta1
 // writes an InfraMachine's provider fields here; the migration suite, which needs them on AWS,
 // writes them from the test. The MachineHealthCheck subtests involve no platform and run once.
 func TestSync(t *testing.T) {
+	t.Parallel() // its own lab, beside TestAutoscalerOnMirrors'
 	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync", EC2: true})
 	seedCluster(t, env)
 	env.ServeAWSMachines("us-east-1")
@@ -289,7 +290,7 @@ func testInstanceShownOnMAPICopy(t *testing.T, e *testenv.Env, p platform, name 
 	im.SetName(name)
 	spec := fmt.Sprintf(`{"spec":{"providerID":"%s:///%s/%s"}}`, p.provider.Name, p.zones[1], instanceID)
 	if p.provider.Name == provider.AWS().Name {
-		spec = fmt.Sprintf(`{"spec":{"providerID":"aws:///%s/%s","instanceID":"%s"}}`, p.zones[1], instanceID, instanceID)
+		spec = fmt.Sprintf(`{"spec":{"providerID":"aws:///%s/%s","instanceID":%q}}`, p.zones[1], instanceID, instanceID)
 	}
 	if err := e.Client.Patch(ctx, im, client.RawPatch(types.MergePatchType, []byte(spec))); err != nil {
 		t.Fatal(err)
