@@ -34,6 +34,7 @@ func TestScenariosSmall(t *testing.T) {
 		{scenario: "capi-scale", queue: "clusterapi-machineset adds="},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel() // each scenario has a lab, a cloud and a manager process of its own
 			r, err := scenarios[tc.scenario](n)
 			if err != nil {
 				t.Fatalf("%s -n %d: %v", tc.scenario, n, err)
