@@ -82,7 +82,7 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // getInfra reads the metadata of the Cluster API Machine's InfraMachine, of whichever
 // platform provides its kind, and the finalizers that platform's controller puts on it.
 func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) error {
-	infra, p, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
+	infra, p, err := synccommon.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
 	if infra != nil {
 		s.infra, s.infraFinalizers, s.infraGVK = infra, p.InfraMachineFinalizers, p.InfraMachine

@@ -77,7 +77,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // getTemplate reads the metadata of the Cluster API MachineSet's InfraMachineTemplate, of
 // whichever platform provides its kind.
 func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSubject) error {
-	tmpl, _, err := infraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.Template.Spec.InfrastructureRef,
+	tmpl, _, err := synccommon.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.Template.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate })
 	if tmpl != nil {
 		s.tmpl = tmpl

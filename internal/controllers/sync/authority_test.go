@@ -119,7 +119,7 @@ func testActiveCAPIMachineSetNotMirror(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
 	name := p.name("set-not-mirror")
-	cms := p.handMadeCAPIMachineSet(t, e, name)
+	cms := p.handMadeCAPIMachineSet(t, e, name, false)
 	before := &clusterv1.MachineSet{}
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(cms), before); err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func testDeletedBesideNotMirror(t *testing.T, p platform) {
 	t.Run("MachineSet", func(t *testing.T) {
 		e := env.For(t)
 		name := p.name("set-del-not-mirror")
-		cms := p.handMadeCAPIMachineSet(t, e, name)
+		cms := p.handMadeCAPIMachineSet(t, e, name, false)
 		before := &clusterv1.MachineSet{}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(cms), before); err != nil {
 			t.Fatal(err)

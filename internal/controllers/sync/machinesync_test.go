@@ -115,6 +115,7 @@ func TestSync(t *testing.T) {
 		{"CAPIMachineAlone_NothingUnlessItsMachineSetIsMirrored", testCAPIMachineAlone},
 		{"TemplateSaysClusterAPI_MachinesBornClusterAPIWithUnpausedMirrors", testTemplateClusterAPI},
 		{"ClusterAPIAuthoritativeMachineSet_TemplateWrittenFirst_MissingTemplateReported", testTemplateBeforeMachineSet},
+		{"PausedClusterAPICopyAtPairing_Unpaused_LaterPauseKept", testPausedAtPairing},
 	} {
 		t.Run(c.name, perPlatform(c.f))
 	}

@@ -177,10 +177,10 @@ func (p platform) handMadeCAPIMachine(t *testing.T, e *testenv.Env, name string,
 }
 
 // handMadeCAPIMachineSet creates, as a user would by hand, a Cluster API MachineSet of no
-// replicas and its InfraMachineTemplate (xlarge in the third zone): the Cluster API form of
+// replicas and its InfraMachineTemplate (xlarge in the third zone; paused when asked): the Cluster API form of
 // p.machineSet(name, 0), so it selects the same Machines as that Machine API MachineSet
 // (a selector is immutable on both APIs).
-func (p platform) handMadeCAPIMachineSet(t *testing.T, e *testenv.Env, name string) *clusterv1.MachineSet {
+func (p platform) handMadeCAPIMachineSet(t *testing.T, e *testenv.Env, name string, paused bool) *clusterv1.MachineSet {
 	t.Helper()
 	ms := p.machineSet(name, 0)
 	ms.Spec.Template.Spec.ProviderSpec.Value = p.spec(p.region, p.zones[2], p.types[2])
@@ -191,6 +191,9 @@ func (p platform) handMadeCAPIMachineSet(t *testing.T, e *testenv.Env, name stri
 	cms := out.MachineSet
 	cms.Labels = map[string]string{clusterv1.ClusterNameLabel: cluster}
 	for _, o := range []client.Object{out.InfraMachineTemplate, cms} {
+		if paused {
+			setAnnotation(o, clusterv1.PausedAnnotation, "")
+		}
 		if err := e.Client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}

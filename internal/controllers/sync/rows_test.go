@@ -87,7 +87,7 @@ func testClusterAPIMachineSetFirst(t *testing.T, p platform) {
 	e := env.For(t)
 	ctx := context.Background()
 	name := p.name("capi-first")
-	cms := p.handMadeCAPIMachineSet(t, e, name)
+	cms := p.handMadeCAPIMachineSet(t, e, name, false)
 	ms := p.machineSet(name, 0)
 	ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	if err := e.Client.Create(ctx, ms); err != nil {

@@ -8,14 +8,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // toMAPI converts the authoritative Cluster API MachineSet and its template onto the Machine
@@ -23,9 +26,9 @@ import (
 // replicas change the autoscaler made on the copy goes to the Cluster API first. The
 // Cluster API MachineSet first gets the sync finalizer, as both copies of a pair do (one born
 // in the Cluster API too), so its deletion is carried over instead of it being created again
-// from its Machine API copy.
+// from its Machine API copy (keepCAPI).
 func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
-	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer); wrote || err != nil {
+	if wrote, err := r.keepCAPI(ctx, mapi, capi); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
 	if wait, err := r.autoscalerReplicasToCAPI(ctx, mapi, capi); wait || err != nil {
@@ -80,4 +83,34 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
+}
+
+// keepCAPI gives the authoritative Cluster API MachineSet the sync finalizer. One paired for
+// the first time while paused is unpaused in that write, its InfraMachineTemplate first
+// (synccommon.UnpauseAtPairing): the Cluster API owns the MachineSet and nothing else would
+// unpause it, so it would never scale.
+func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (bool, error) {
+	unpause := synccommon.UnpauseAtPairing(mapi.Status.AuthoritativeAPI, capi)
+	if unpause {
+		if err := synccommon.UnpauseInfra(ctx, r.Client, r.Providers, capi.Namespace, capi.Spec.Template.Spec.InfrastructureRef,
+			func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate },
+			func(provider.Provider) []string { return nil }); err != nil {
+			return false, fmt.Errorf("unpausing the InfraMachineTemplate of Cluster API MachineSet %s: %w", capi.Name, err)
+		}
+	}
+	wrote, err := patch.Locked(ctx, r.Client, capi, func() bool {
+		changed := controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		if unpause {
+			synccommon.SetPaused(capi, false)
+		}
+		return changed
+	})
+	if err != nil {
+		return false, fmt.Errorf("storing the sync finalizer of Cluster API MachineSet %s: %w", capi.Name, err)
+	}
+	if wrote && unpause {
+		r.event(mapi, corev1.EventTypeNormal, synccommon.UnpausedAtPairingReason,
+			"Cluster API MachineSet %s/%s was paused; it is authoritative, so the sync unpaused it and its InfraMachineTemplate", capi.Namespace, capi.Name)
+	}
+	return wrote, nil
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/provider"
 )
 
 // toMAPI converts the authoritative Cluster API Machine and its InfraMachine onto the Machine
@@ -117,13 +119,29 @@ func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Mac
 // mirror appears, but only while the Machine API is authoritative (toCAPI). A Machine handed to
 // the Cluster API before then stayed an orphan of the paused mirror, which adopts nothing, and
 // its MachineSet's migration waited for it for ever ("not mirrored in both APIs yet").
+//
+// A paused copy paired for the first time is unpaused in that write, its InfraMachine first
+// (synccommon.UnpauseAtPairing): the Cluster API owns the Machine and nothing else would.
+// Each takes its controller's finalizer as it is unpaused, as in a handover.
 func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (bool, error) {
 	owner, err := r.adoptingSet(ctx, mapi, capi)
 	if err != nil {
 		return false, err
 	}
+	unpause := synccommon.UnpauseAtPairing(mapi.Status.AuthoritativeAPI, capi)
+	if unpause {
+		if err := synccommon.UnpauseInfra(ctx, r.Client, r.Providers, capi.Namespace, capi.Spec.InfrastructureRef,
+			func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine },
+			func(p provider.Provider) []string { return p.InfraMachineFinalizers }); err != nil {
+			return false, fmt.Errorf("unpausing the InfraMachine of Cluster API Machine %s: %w", capi.Name, err)
+		}
+	}
 	wrote, err := patch.Locked(ctx, r.Client, capi, func() bool {
 		changed := controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		if unpause {
+			synccommon.SetPaused(capi, false)
+			controllerutil.AddFinalizer(capi, clusterv1.MachineFinalizer)
+		}
 		if owner != nil {
 			capi.OwnerReferences = append(capi.OwnerReferences, *owner)
 			changed = true
@@ -132,6 +150,10 @@ func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.Machine,
 	})
 	if err != nil {
 		return false, fmt.Errorf("storing the sync finalizer and controller of Cluster API Machine %s: %w", capi.Name, err)
+	}
+	if wrote && unpause {
+		r.event(mapi, corev1.EventTypeNormal, synccommon.UnpausedAtPairingReason,
+			"Cluster API Machine %s/%s was paused; it is authoritative, so the sync unpaused it and its InfraMachine", capi.Namespace, capi.Name)
 	}
 	return wrote, nil
 }
