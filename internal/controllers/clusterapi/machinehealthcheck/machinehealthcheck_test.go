@@ -36,12 +36,22 @@ func TestMachineHealthCheck(t *testing.T) {
 	ct.SetupCluster(t, env)
 	ct.NewTemplate(t, env, "small", "s1.small")
 
-	t.Run("NodeNotReadyIsRemediatedByTheMachineSet", testNodeNotReady)
+	// First and alone: its capacity fault stops every launch in the zone the others use too.
 	t.Run("NodeStartupTimeout", testStartupTimeout)
-	t.Run("ShortCircuitAndRemediateAnnotation", testShortCircuit)
-	t.Run("SkipRemediationAnnotation", testSkipRemediation)
-	t.Run("ExternalRemediationTemplate", testExternal)
-	t.Run("OutageStopsRemediation", testOutage)
+	// Then side by side, after this function returns: each has its own MachineSet, check and
+	// faults on its own instances, and mostly waits on timeouts.
+	t.Run("NodeNotReadyIsRemediatedByTheMachineSet", parallel(testNodeNotReady))
+	t.Run("ShortCircuitAndRemediateAnnotation", parallel(testShortCircuit))
+	t.Run("SkipRemediationAnnotation", parallel(testSkipRemediation))
+	t.Run("ExternalRemediationTemplate", parallel(testExternal))
+	t.Run("OutageStopsRemediation", parallel(testOutage))
+}
+
+func parallel(f func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		f(t)
+	}
 }
 
 // newCheck builds a MachineHealthCheck for the Machines of a MachineSet made by
