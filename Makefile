@@ -21,9 +21,10 @@ build: ## build bin/machina
 
 # The README's test command. -vet=off: `make verify` vets every package already. -ldflags=-w:
 # test binaries without DWARF link in about 60% of the time (the migration package's: 17.1 s ->
-# 10.8 s), and a suite links some sixty of them.
+# 10.8 s), and a suite links some sixty of them. -p 3: most packages mostly wait on their lab,
+# so three at a time keep two cores busier (README).
 test: ## the README's test command
-	go test -count=1 -vet=off -ldflags=-w -timeout 45m ./...
+	go test -p 3 -count=1 -vet=off -ldflags=-w -timeout 45m ./...
 
 generate: rbac ## deepcopy and CRDs of the simulated provider's API types, and the RBAC roles
 	$(CONTROLLER_GEN) object paths=./api/...

@@ -31,11 +31,19 @@ type process struct {
 }
 
 func startProcess(name, logPath, binary string, args ...string) (*process, error) {
+	return startProcessEnv(name, logPath, binary, nil, args...)
+}
+
+// startProcessEnv is startProcess with env added to the process's inherited environment.
+func startProcessEnv(name, logPath, binary string, env []string, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {

@@ -34,6 +34,7 @@ func TestMixedClusterHealthCheck(t *testing.T) {
 	e.SeedCluster("lab")
 	mixedRemediation(t, e, "mixed", func(name string) *machinev1beta1.MachineSet { return machineSet(name, 1) }, true)
 	t.Run("MachineSetMovedAlone_NoWriteLoop", func(t *testing.T) { testMachineSetMovedAloneNoWriteLoop(t, e.For(t)) })
+	t.Run("FailedMachineAPIMachine_ClusterAPICheckRemediatesAtOnce", func(t *testing.T) { testFailedMachineRemediatedAtOnce(t, e.For(t)) })
 }
 
 // testMixedRemediationOn runs the mixed cluster in the upstream lab, beside machine-api-operator's

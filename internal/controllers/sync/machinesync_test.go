@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
@@ -282,10 +283,20 @@ func testClusterAPIFromBirth(t *testing.T, p platform) {
 // InfraMachine (written here: no provider runs in this lab), the Machine API copy shows what
 // the platform's Machine API actuator would record — the instance type, region and zone
 // labels, the instance-state annotation and the providerStatus — so `oc get machines` reads
-// TYPE, REGION, ZONE and STATE for a Machine born in the Cluster API too.
+// TYPE, REGION, ZONE and STATE for a Machine born in the Cluster API too, and its
+// InstanceExists condition goes from False (InstanceNotCreated) to True once the Cluster API
+// Machine names the instance.
 func testInstanceShownOnMAPICopy(t *testing.T, e *testenv.Env, p platform, name string) {
 	ctx := context.Background()
 	const instanceID = "i-0c0ffee0c0ffee001"
+	e.Eventually(30*time.Second, "InstanceExists=False before an instance", func(ctx context.Context) (bool, string, error) {
+		m, err := getMAPI(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c := mapicond.Get(m.Status.Conditions, machinev1beta1.InstanceExistsCondition)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == machinev1beta1.InstanceNotCreatedReason, fmt.Sprintf("%+v", c), nil
+	})
 	im := p.emptyInfraMachine()
 	im.SetNamespace(capiNS)
 	im.SetName(name)
@@ -299,10 +310,20 @@ func testInstanceShownOnMAPICopy(t *testing.T, e *testenv.Env, p platform, name 
 	if err := e.Client.Status().Patch(ctx, im, client.RawPatch(types.MergePatchType, []byte(`{"status":{"instanceState":"running"}}`))); err != nil {
 		t.Fatal(err)
 	}
+	// The provider's record reaches the Cluster API Machine (its controller does not run here).
+	providerID := fmt.Sprintf("%s:///%s/%s", p.provider.Name, p.zones[1], instanceID)
+	if err := e.Client.Patch(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"providerID":%q}}`, providerID)))); err != nil {
+		t.Fatal(err)
+	}
 	e.Eventually(60*time.Second, "the Machine API copy shows the instance", func(ctx context.Context) (bool, string, error) {
 		m, err := getMAPI(ctx, e, name)
 		if err != nil {
 			return false, err.Error(), nil
+		}
+		if c := mapicond.Get(m.Status.Conditions, machinev1beta1.InstanceExistsCondition); c == nil || c.Status != corev1.ConditionTrue ||
+			!strings.Contains(c.Message, instanceID) {
+			return false, fmt.Sprintf("InstanceExists %+v", c), nil
 		}
 		status := ""
 		if m.Status.ProviderStatus != nil {

@@ -13,6 +13,7 @@ import (
 	capierrors "sigs.k8s.io/cluster-api/api/deprecated/errors"
 
 	"github.com/machina-dev/machina/internal/convert"
+	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -75,6 +76,7 @@ func statusToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
 	for _, a := range capi.Status.Addresses {
 		mapi.Status.Addresses = append(mapi.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
 	}
+	instanceExistsToMAPI(mapi, capi)
 	// A terminal failure the Cluster API records shows where `oc get machines` users read it.
 	mapi.Status.ErrorReason, mapi.Status.ErrorMessage = nil, nil
 	if d := capi.Status.Deprecated; d != nil && d.V1Beta1 != nil {
@@ -85,6 +87,19 @@ func statusToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
 			mapi.Status.ErrorMessage = ptr.To(*d.V1Beta1.FailureMessage)
 		}
 	}
+}
+
+// instanceExistsToMAPI sets the InstanceExists condition a Machine API Machine controller
+// keeps, from what the Cluster API side records: True once the Cluster API Machine names an
+// instance (spec.providerID, which its provider recorded), False (InstanceNotCreated) before.
+func instanceExistsToMAPI(mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
+	c := machinev1beta1.Condition{Type: machinev1beta1.InstanceExistsCondition, Status: corev1.ConditionFalse,
+		Reason: machinev1beta1.InstanceNotCreatedReason, Message: "the Cluster API Machine names no instance yet"}
+	if id := capi.Spec.ProviderID; id != "" {
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, string(machinev1beta1.InstanceExistsCondition),
+			"the Cluster API Machine names instance "+id
+	}
+	mapicond.Set(&mapi.Status.Conditions, c)
 }
 
 // failureToCAPI records a Machine API Machine's terminal failure (errorReason, errorMessage)
