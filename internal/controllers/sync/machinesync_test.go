@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -169,12 +170,13 @@ func testMirrorCreated(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		// The FAILURE DOMAIN column reads status.failureDomain, as for a Machine the Cluster
-		// API runs.
+		// The FAILURE DOMAIN and UP-TO-DATE columns read status.failureDomain and the UpToDate
+		// condition, as for a Machine the Cluster API runs.
+		upToDate := meta.IsStatusConditionTrue(capi.Status.Conditions, clusterv1.MachineUpToDateCondition)
 		return capi.Status.Phase == "Running" && capi.Status.NodeRef.Name != "" && capi.Spec.ProviderID != "" &&
-				capi.Status.FailureDomain == p.zones[1],
-			fmt.Sprintf("phase %q node %q providerID %q failureDomain %q", capi.Status.Phase, capi.Status.NodeRef.Name,
-				capi.Spec.ProviderID, capi.Status.FailureDomain), nil
+				capi.Status.FailureDomain == p.zones[1] && upToDate,
+			fmt.Sprintf("phase %q node %q providerID %q failureDomain %q UpToDate %v", capi.Status.Phase, capi.Status.NodeRef.Name,
+				capi.Spec.ProviderID, capi.Status.FailureDomain, upToDate), nil
 	})
 
 	// Users cannot edit the paused copy (admission refuses); drift that gets past admission

@@ -52,6 +52,12 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 		meta.SetStatusCondition(&capi.Status.Conditions, metav1.Condition{Type: t, Status: status,
 			Reason: MirroredReason, Message: msg, ObservedGeneration: capi.Generation})
 	}
+	// UP-TO-DATE: the Machine API rolls nothing out (its MachineSets never replace a Machine
+	// for a template change), so a Machine API Machine is its own spec, as a Cluster API
+	// Machine without a MachineSet is.
+	meta.SetStatusCondition(&capi.Status.Conditions, metav1.Condition{Type: clusterv1.MachineUpToDateCondition,
+		Status: metav1.ConditionTrue, Reason: clusterv1.MachineUpToDateReason, ObservedGeneration: capi.Generation,
+		Message: "the Machine API rolls nothing out: the Machine is what its Machine API spec says"})
 	failureToCAPI(mapi, capi)
 	if equality.Semantic.DeepEqual(base.Status, capi.Status) {
 		return nil
