@@ -243,24 +243,12 @@ func capiPaused(conds []metav1Condition, generation int64) (bool, string) {
 	return true, ""
 }
 
-// setPaused sets or clears the paused annotation on o; finalizer, when not empty, is added in
-// the same write.
+// setPaused is synccommon.StorePaused for a copy the subject may not have (nil).
 func setPaused(ctx context.Context, c client.Client, o client.Object, paused bool, finalizer string) error {
 	if o == nil || isNil(o) {
 		return nil
 	}
-	if !paused && !o.GetDeletionTimestamp().IsZero() {
-		// An unpaused controller would act on the deletion: the sync settles it first.
-		return fmt.Errorf("not unpausing %T %s/%s: it is being deleted", o, o.GetNamespace(), o.GetName())
-	}
-	_, err := patch.Locked(ctx, c, o, func() bool {
-		changed := synccommon.SetPaused(o, paused)
-		if finalizer != "" {
-			changed = controllerutil.AddFinalizer(o, finalizer) || changed
-		}
-		return changed
-	})
-	return client.IgnoreNotFound(err)
+	return synccommon.StorePaused(ctx, c, o, paused, finalizer)
 }
 
 // guardInfra puts the provider's (first) finalizer on the InfraMachine unless it carries one
@@ -276,10 +264,10 @@ func (s *machineSubject) guardInfra(ctx context.Context, c client.Client) (bool,
 // infraGuard is the provider finalizer the InfraMachine lacks: empty when it carries one of
 // them (or there is no InfraMachine, or its provider has none).
 func (s *machineSubject) infraGuard() string {
-	if s.infra == nil || len(s.infraFinalizers) == 0 || s.infraHeld() {
+	if s.infra == nil {
 		return ""
 	}
-	return s.infraFinalizers[0]
+	return synccommon.ProviderGuard(s.infra, s.infraFinalizers)
 }
 
 // addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it

@@ -35,29 +35,54 @@ func UnpauseAtPairing(status machinev1beta1.MachineAuthority, capi client.Object
 
 // UnpauseInfra takes the paused annotation off the infrastructure object ref names in ns (its
 // kind, kindOf picks from the platform providing ref's kind: InfraMachine or
-// InfraMachineTemplate). In the same write it gets the first of finalizers unless it carries
-// one of them: an unpaused InfraMachine never lacks its provider's guard, or a deletion before
-// the provider's first pass would take it away with its instance still running. An object
-// that is gone, or of a kind no platform provides, is nothing to unpause; one being deleted is
-// an error (its provider would act on the deletion).
+// InfraMachineTemplate). In the same write it gets its provider's guard (ProviderGuard of
+// finalizers): an unpaused InfraMachine never lacks it, or a deletion before the provider's
+// first pass would take it away with its instance still running. An object that is gone, or
+// of a kind no platform provides, is nothing to unpause; one being deleted is an error
+// (StorePaused).
 func UnpauseInfra(ctx context.Context, c client.Client, reg *provider.Registry, ns string, ref clusterv1.ContractVersionedObjectReference,
 	kindOf func(provider.Provider) schema.GroupVersionKind, finalizers func(provider.Provider) []string) error {
 	obj, p, err := InfraMetadata(ctx, c, reg, ns, ref, kindOf)
 	if obj == nil || err != nil {
 		return err
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return fmt.Errorf("not unpausing %s %s/%s: it is being deleted", obj.Kind, ns, obj.Name)
+	return StorePaused(ctx, c, obj, false, ProviderGuard(obj, finalizers(p)))
+}
+
+// StorePaused sets or clears the paused annotation on o and, when finalizer is not empty,
+// adds it in the same locked write. An object being deleted is not unpaused (its controller
+// would act on the deletion, which the sync settles first): that is an error. A gone object
+// is nothing to do.
+func StorePaused(ctx context.Context, c client.Client, o client.Object, paused bool, finalizer string) error {
+	if !paused && !o.GetDeletionTimestamp().IsZero() {
+		return fmt.Errorf("not unpausing %s %s/%s: it is being deleted", kindOf(o), o.GetNamespace(), o.GetName())
 	}
-	guard := finalizers(p)
-	_, err = patch.Locked(ctx, c, obj, func() bool {
-		changed := SetPaused(obj, false)
-		if len(guard) > 0 && !slices.ContainsFunc(guard, func(f string) bool { return controllerutil.ContainsFinalizer(obj, f) }) {
-			changed = controllerutil.AddFinalizer(obj, guard[0]) || changed
+	_, err := patch.Locked(ctx, c, o, func() bool {
+		changed := SetPaused(o, paused)
+		if finalizer != "" {
+			changed = controllerutil.AddFinalizer(o, finalizer) || changed
 		}
 		return changed
 	})
 	return client.IgnoreNotFound(err)
+}
+
+// ProviderGuard is the finalizer an infrastructure object whose provider sets one of
+// finalizers is given when it is unpaused: the first of them, unless it carries one already
+// ("" then, or when the provider sets none).
+func ProviderGuard(o client.Object, finalizers []string) string {
+	if len(finalizers) == 0 || slices.ContainsFunc(finalizers, func(f string) bool { return controllerutil.ContainsFinalizer(o, f) }) {
+		return ""
+	}
+	return finalizers[0]
+}
+
+// kindOf names o's kind for a message: its GroupVersionKind's, else its Go type.
+func kindOf(o client.Object) string {
+	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return fmt.Sprintf("%T", o)
 }
 
 // InfraMetadata reads the metadata of the infrastructure object ref names in ns, as the kind
