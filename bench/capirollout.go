@@ -116,7 +116,7 @@ func rolloutDeployment(ns, name string, n int) *clusterv1.MachineDeployment {
 	labels := map[string]string{"bench": "capi-rollout"}
 	surge, unavailable := intstr.FromString("10%"), intstr.FromInt32(0)
 	return &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: clusterv1.MachineDeploymentSpec{ClusterName: name, Replicas: ptr.To(int32(n)), //nolint:gosec // a benchmark size
+		Spec: clusterv1.MachineDeploymentSpec{ClusterName: name, Replicas: ptr.To(int32(n)),
 			Selector: metav1.LabelSelector{MatchLabels: labels},
 			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
 				Type:          clusterv1.RollingUpdateMachineDeploymentStrategyType,

@@ -93,8 +93,11 @@ type envOptions struct {
 	ec2 bool
 	// verbosity is the manager's --verbosity (1 = debug logs in manager.log).
 	verbosity int
-	// noManager starts no manager (the floor scenarios write themselves).
+	// noManager starts no manager (the floor scenarios write themselves; the soak starts
+	// its own replicas).
 	noManager bool
+	// audit has the API server write an audit log of every write (lab.Options.AuditLog).
+	audit bool
 }
 
 func startEnvWith(o envOptions) (*env, error) {
@@ -105,7 +108,8 @@ func startEnvWith(o envOptions) (*env, error) {
 	e := &env{dir: dir}
 	ctx := context.Background()
 	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
-	lo := lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Profiling: profiling, Progress: os.Stderr}
+	lo := lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Profiling: profiling, Progress: os.Stderr,
+		AuditLog: o.audit}
 	renew, leaseDuration, statusEvery := lab.KubeletHeartbeatInterval, lab.NodeMonitorGracePeriod, time.Duration(0)
 	if heartbeat > lab.KubeletHeartbeatInterval {
 		// Production cadence: also a real kubelet's nodeStatusReportFrequency (5m) for an
@@ -178,8 +182,33 @@ func (e *env) startManager(o envOptions) error {
 	if err := lab.WriteKubeconfig(mkc, mcfg, "bench"); err != nil {
 		return err
 	}
-	args := []string{"manager", "--kubeconfig", mkc, "--cloud-url", e.cloud.URL(),
-		"--controllers", o.groups, "--leader-elect=false", "--metrics-bind-address", e.metricsAddr, "--metrics-insecure",
+	args := e.managerArgs(o, mkc, e.metricsAddr)
+	args = append(args, "--leader-elect=false")
+	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
+	if profiling {
+		args = append(args, "--pprof")
+		e.keep = true
+	}
+	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
+	if e.mgr, err = launchManager(args, logf); err != nil {
+		return err
+	}
+	if err := waitManagerUp(e.metricsAddr, logf.Name()); err != nil {
+		return err
+	}
+	e.managers++
+	if profiling {
+		go e.profileLoop(e.managers)
+	}
+	return nil
+}
+
+// managerArgs is the manager's command line for o's groups, without leader election
+// settings: its kubeconfig, the cloud, the metrics endpoint (plain HTTP on loopback, read by
+// the benchmarks) and no client-side throttling.
+func (e *env) managerArgs(o envOptions, kubeconfig, metricsAddr string) []string {
+	args := []string{"manager", "--kubeconfig", kubeconfig, "--cloud-url", e.cloud.URL(),
+		"--controllers", o.groups, "--metrics-bind-address", metricsAddr, "--metrics-insecure",
 		"--health-probe-bind-address", "0", "--kube-api-qps", "1000", "--kube-api-burst", "2000"}
 	if o.ec2 {
 		args = append(args, "--aws-endpoint", e.cloud.EC2().URL())
@@ -187,37 +216,36 @@ func (e *env) startManager(o envOptions) error {
 	if o.verbosity > 0 {
 		args = append(args, "--verbosity", strconv.Itoa(o.verbosity))
 	}
-	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
-	if profiling {
-		args = append(args, "--pprof")
-		e.keep = true
-	}
-	e.mgr = exec.Command(os.Args[0], args...)
-	e.mgr.Stdout, e.mgr.Stderr = logf, logf
+	return args
+}
+
+// launchManager starts this binary with args (a `manager` command line) as a child process
+// that dies with this one, its output appended to logf.
+func launchManager(args []string, logf *os.File) (*exec.Cmd, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if len(managerEnv) > 0 {
-		e.mgr.Env = append(os.Environ(), managerEnv...)
+		cmd.Env = append(os.Environ(), managerEnv...)
 	}
-	fmt.Fprintln(os.Stderr, "manager log:", logf.Name())
-	e.mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := e.mgr.Start(); err != nil {
-		return err
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
 	}
-	// Wait for the metrics endpoint: the manager is up.
+	return cmd, nil
+}
+
+// waitManagerUp waits until the manager's metrics endpoint at addr answers.
+func waitManagerUp(addr, logName string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := e.managerWrites(); err == nil {
-			break
+		if _, err := writesAt("http://" + addr + "/metrics"); err == nil {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("manager did not start; see %s", logf.Name())
+			return fmt.Errorf("manager did not start; see %s", logName)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	e.managers++
-	if profiling {
-		go e.profileLoop(e.managers)
-	}
-	return nil
 }
 
 // stopManager stops the manager child process and waits for it.

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"syscall"
+	"strings"
+	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -22,9 +23,9 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/upstream"
 )
@@ -50,6 +51,15 @@ type soakOptions struct {
 	Settle time.Duration
 	// Verbosity is the manager's log verbosity (1 = debug), for diagnosing a violation.
 	Verbosity int
+	// Faults are the fault kinds injected (-faults: "all" or a list of faultKinds).
+	Faults string
+	// Replicas is how many manager processes run, electing a leader when more than one.
+	Replicas int
+	// BelowEvery is the mean time between faults below the manager (apiserver, etcd,
+	// compaction, partition, leader), injected in turn.
+	BelowEvery time.Duration
+	// CutMax is the longest a replica is cut off from the API server.
+	CutMax time.Duration
 	// Upstream runs the soak in the AWS lab under the controllers OpenShift users run
 	// (machine-api-operator's, the upstream Cluster API core, CAPA) with machina's manager
 	// running only upstream.Groups, instead of the simulated platform under machina's own.
@@ -66,14 +76,23 @@ func soakMain(args []string) int {
 	fs.IntVar(&o.Sets, "machinesets", 5, "MachineSets (4-6), alternately owned by each API")
 	fs.DurationVar(&o.Settle, "settle", 5*time.Minute, "longest wait for quiet at the end")
 	fs.IntVar(&o.Verbosity, "manager-verbosity", 0, "the manager's log verbosity in manager.log (1 = debug)")
+	fs.StringVar(&o.Faults, "faults", faultCloud+","+faultManager, "fault kinds: all, or a comma-separated list of "+strings.Join(faultKinds, ", ")+
+		" (see docs/migration.md, \"The soak\")")
+	fs.IntVar(&o.Replicas, "replicas", 1, "manager processes; more than one elect a leader with a Lease, as config/default's Deployment")
+	fs.DurationVar(&o.BelowEvery, "below-every", 25*time.Second, "mean time between faults below the manager")
+	fs.DurationVar(&o.CutMax, "cut-max", time.Minute, "longest time a manager is cut off from the API server")
 	fs.BoolVar(&o.Upstream, "upstream", false, "run in the AWS lab under machine-api-operator's controllers, the upstream Cluster API core "+
 		"and CAPA (as `machina up --platform aws --upstream`), machina's manager running only "+upstream.Groups)
 	_ = fs.Parse(args)
 	if !o.Upstream {
 		ctrllog.SetLogger(logr.Discard()) // -upstream logs to a file once the run's directory exists
 	}
-	if o.Sets < 2 || o.Machines < o.Sets {
-		fmt.Fprintln(os.Stderr, "soak: -machinesets must be at least 2 and -machines at least -machinesets")
+	if o.Sets < 2 || o.Machines < o.Sets || o.Replicas < 1 {
+		fmt.Fprintln(os.Stderr, "soak: -machinesets must be at least 2, -machines at least -machinesets and -replicas at least 1")
+		return 2
+	}
+	if _, err := parseFaults(o.Faults, o.Replicas); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
 	rep, err := runSoak(o)
@@ -104,32 +123,64 @@ type soak struct {
 	rep        *soakReport
 	check      *checker
 	target     string // what the current operation acts on, for the log
+	faults     map[string]bool
+	replicas   []*replica
+	below      *below
+	// leaderLost are the times a leader was SIGKILLed or cut off: checkTerms measures how
+	// long until the next term began.
+	leaderLost []time.Time
+}
+
+// withDefaults fills what a caller (a test) left zero with the flags' defaults.
+func (o soakOptions) withDefaults() soakOptions {
+	o.Faults = cmp.Or(o.Faults, faultCloud+","+faultManager)
+	o.Replicas = cmp.Or(o.Replicas, 1)
+	o.BelowEvery = cmp.Or(o.BelowEvery, 25*time.Second)
+	o.CutMax = cmp.Or(o.CutMax, time.Minute)
+	return o
 }
 
 func runSoak(o soakOptions) (*soakReport, error) {
+	o = o.withDefaults()
+	faults, err := parseFaults(o.Faults, o.Replicas)
+	if err != nil {
+		return nil, err
+	}
 	plat := soakPlatformFor(o)
-	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets, %s\n", o.Seed, o.Duration, o.Machines, o.Sets, plat.name)
-	e, err := startEnvWith(plat.env)
+	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets, %s, faults %s, %d manager(s)\n",
+		o.Seed, o.Duration, o.Machines, o.Sets, plat.name, o.Faults, o.Replicas)
+	eo := plat.env
+	eo.noManager, eo.audit = true, o.Replicas > 1
+	e, err := startEnvWith(eo)
 	if err != nil {
 		return nil, err
 	}
 	defer e.stop()
-	s := &soak{o: o, plat: plat, e: e, rnd: rand.New(rand.NewPCG(o.Seed, 0x50a4)), rep: newSoakReport()}
+	s := &soak{o: o, plat: plat, e: e, rnd: rand.New(rand.NewPCG(o.Seed, 0x50a4)), rep: newSoakReport(), faults: faults}
 	defer func() { s.upstream.Stop() }() // before the lab stops (defers run last first)
-	if err := s.setup(context.Background()); err != nil {
+	defer s.stopReplicas()
+	s.replicas, err = e.startReplicas(plat.env, o.Replicas, false)
+	if err == nil {
+		err = s.setup(context.Background())
+	}
+	if err != nil {
 		e.keep = true
 		return nil, err
 	}
 	s.check = newChecker(s.e, s.rep, plat.region, plat.terminating)
 	ctx, stopCheck := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.check.run(ctx) }()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.check.run(ctx) })
+	wg.Go(func() { s.supervise(ctx) })
 	err = s.churn(context.Background())
 	if err == nil {
 		err = s.finish(context.Background())
 	}
 	stopCheck()
-	<-done
+	wg.Wait()
+	if err == nil {
+		err = s.checkTerms()
+	}
 	e.keep = err != nil || s.rep.failed()
 	if d, perr := time.ParseDuration(os.Getenv("MACHINA_SOAK_HOLD")); perr == nil && e.keep {
 		// Leave the lab and the manager running for a look at the objects.
@@ -137,6 +188,19 @@ func runSoak(o soakOptions) (*soakReport, error) {
 		time.Sleep(d)
 	}
 	return s.rep, err
+}
+
+// supervise restarts exited replicas every second until ctx ends.
+func (s *soak) supervise(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := s.superviseReplicas(); err != nil {
+			s.check.note("%v", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // setup creates the cluster, the MachineSets (alternately Machine API and Cluster API
@@ -213,18 +277,31 @@ func (s *soak) setFaults(ctx context.Context) error {
 	return nil
 }
 
-// churn runs random operations until the duration is over, with the manager SIGKILLed and
-// restarted every 20–60 s, the faults re-rolled every 30 s and an instance killed now and then.
+// churn runs random operations until the duration is over. With the default faults, a
+// manager is SIGKILLed and restarted every 20–60 s, the cloud's faults are re-rolled every
+// 30 s and an instance is killed now and then; faults below the manager come in turn
+// (belowStep).
 func (s *soak) churn(ctx context.Context) error {
 	start := time.Now()
-	nextKill := start.Add(s.between(20, 60))
-	nextFaults := start
-	nextInstanceKill := start.Add(s.between(20, 60))
-	for time.Since(start) < s.o.Duration {
+	never := start.Add(365 * 24 * time.Hour)
+	nextKill, nextFaults, nextInstanceKill := never, never, never
+	if s.faults[faultManager] {
+		nextKill = start.Add(s.between(20, 60))
+	}
+	if s.faults[faultCloud] {
+		nextFaults, nextInstanceKill = start, start.Add(s.between(20, 60))
+	}
+	s.below = newBelow(s.faults, start)
+	// At least until every kind below the manager has come once: a short run must not end
+	// before its last kind for waiting on a leader.
+	for time.Since(start) < s.o.Duration || !s.below.firstRoundDone() {
 		if err := s.upstreamFailed(); err != nil {
 			return err
 		}
 		now := time.Now()
+		if err := s.belowStep(ctx, now); err != nil {
+			return err
+		}
 		switch {
 		case now.After(nextKill):
 			if err := s.restartManager(); err != nil {
@@ -251,23 +328,22 @@ func (s *soak) between(lo, hi int) time.Duration {
 	return time.Duration(lo+s.rnd.IntN(hi-lo+1)) * time.Second
 }
 
-// restartManager SIGKILLs the manager child process and starts it again with the same
+// restartManager SIGKILLs a random manager replica and starts it again with the same
 // command line (its log is appended to).
 func (s *soak) restartManager() error {
-	old := s.e.mgr
-	if err := old.Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing the manager: %w", err)
+	r := s.replicas[s.rnd.IntN(len(s.replicas))]
+	if len(s.replicas) > 1 && r.leading() {
+		s.check.endOutage(time.Now().Add(leaderGap)) // the other takes over when the Lease expires
+		s.leaderLost = append(s.leaderLost, time.Now())
 	}
-	_ = old.Wait()
-	cmd := exec.Command(old.Path, old.Args[1:]...)
-	cmd.Stdout, cmd.Stderr = old.Stdout, old.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("restarting the manager: %w", err)
+	if err := r.kill(); err != nil {
+		return err
 	}
-	s.e.mgr = cmd
+	if err := r.start(); err != nil {
+		return err
+	}
 	s.rep.kills++
-	s.check.note("manager SIGKILLed and restarted (pid %d)", cmd.Process.Pid)
+	s.check.note("manager %s SIGKILLed and restarted as %s (pid %d)", r.name, r.process(), r.pid())
 	return nil
 }
 
@@ -307,12 +383,13 @@ func capiPaused(o client.Object) bool {
 
 // mhcAuthority is a Machine API MachineHealthCheck's requested and current authority.
 func mhcAuthority(m *machinev1beta1.MachineHealthCheck) (spec, status string) {
-	return m.Annotations[gate.MHCAuthoritativeAPIAnnotation], m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
+	return m.Annotations[authority.MHCAuthoritativeAPIAnnotation], m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation]
 }
 
 // finish stops the faults and kills, waits for quiet and checks the end state, then scales
 // everything to 0 and checks that nothing is left.
 func (s *soak) finish(ctx context.Context) error {
+	s.healDue(time.Now(), true)
 	if _, err := s.cloud.ClearFaults(ctx); err != nil {
 		return err
 	}

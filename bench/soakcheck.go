@@ -14,9 +14,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -98,9 +98,13 @@ type checker struct {
 
 	mu            sync.Mutex
 	faultsStopped time.Time
-	pendingSince  map[string]time.Time
-	orphanSince   map[string]time.Time
-	reported      map[string]bool // one report per invariant and object
+	// outageEnd is when the last outage below the manager ended (the API server or etcd
+	// back, a replica reconnected, a killed leader's Lease expired): the Terminating bound
+	// counts from it, as nothing can finish a deletion while the controllers are cut off.
+	outageEnd    time.Time
+	pendingSince map[string]time.Time
+	orphanSince  map[string]time.Time
+	reported     map[string]bool // one report per invariant and object
 }
 
 func newChecker(e *env, rep *soakReport, region string, terminating time.Duration) *checker {
@@ -110,6 +114,15 @@ func newChecker(e *env, rep *soakReport, region string, terminating time.Duratio
 // note prints an event of the run with its time, for reading next to the violations.
 func (c *checker) note(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "soak %8s %s\n", c.rep.since(), fmt.Sprintf(format, args...))
+}
+
+// endOutage records that an outage below the manager ends (or ended) at.
+func (c *checker) endOutage(at time.Time) {
+	c.mu.Lock()
+	if at.After(c.outageEnd) {
+		c.outageEnd = at
+	}
+	c.mu.Unlock()
 }
 
 func (c *checker) stopFaults() {
@@ -200,13 +213,20 @@ func (c *checker) checkActive(s *snapshot) {
 
 func (c *checker) checkTerminating(s *snapshot) {
 	n := 0
+	c.mu.Lock()
+	outageEnd := c.outageEnd
+	c.mu.Unlock()
 	check := func(kind string, o client.Object) {
 		n++
 		dt := o.GetDeletionTimestamp()
 		if dt == nil {
 			return
 		}
-		if age := s.at.Sub(dt.Time); age > c.terminating {
+		from := dt.Time
+		if outageEnd.After(from) {
+			from = outageEnd
+		}
+		if age := s.at.Sub(from); age > c.terminating {
 			c.once(invTerminating, kind+"/"+string(o.GetUID()), "%s %s/%s Terminating for %s (since %s), finalizers %v",
 				kind, o.GetNamespace(), o.GetName(), age.Round(time.Second), dt.Format(time.TimeOnly), o.GetFinalizers())
 		}
@@ -392,9 +412,9 @@ func (c *checker) unsettled(s *snapshot, final bool) []string {
 		if ch, ok := s.capiH2[name]; status == string(machinev1beta1.MachineAuthorityClusterAPI) && ok {
 			gen = ch.Generation
 		}
-		if !synchronizedTrue(h.Status.Conditions) || h.Annotations[gate.MHCSynchronizedGenerationAnnotation] != strconv.FormatInt(gen, 10) {
+		if !synchronizedTrue(h.Status.Conditions) || h.Annotations[authority.MHCSynchronizedGenerationAnnotation] != strconv.FormatInt(gen, 10) {
 			add(invSynced, "MachineHealthCheck %s not Synchronized (synchronized-generation %q, authoritative generation %d)",
-				name, h.Annotations[gate.MHCSynchronizedGenerationAnnotation], gen)
+				name, h.Annotations[authority.MHCSynchronizedGenerationAnnotation], gen)
 		}
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 )
 
 // soakOp is one kind of random operation; weight is its share of the draws.
@@ -245,11 +245,11 @@ func (s *soak) migrateMHC(ctx context.Context) error {
 	}
 	patch := client.MergeFromWithOptions(mhc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	_, status := mhcAuthority(mhc)
-	to := otherAPI(machinev1beta1.MachineAuthority(status), machinev1beta1.MachineAuthority(mhc.Annotations[gate.MHCSynchronizedAPIAnnotation]))
+	to := otherAPI(machinev1beta1.MachineAuthority(status), machinev1beta1.MachineAuthority(mhc.Annotations[authority.MHCSynchronizedAPIAnnotation]))
 	if mhc.Annotations == nil {
 		mhc.Annotations = map[string]string{}
 	}
-	mhc.Annotations[gate.MHCAuthoritativeAPIAnnotation] = string(to)
+	mhc.Annotations[authority.MHCAuthoritativeAPIAnnotation] = string(to)
 	s.target = fmt.Sprintf("MachineHealthCheck %s (status %s) to %s", mhc.Name, status, to)
 	return s.user.Patch(ctx, mhc, patch)
 }

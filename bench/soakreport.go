@@ -18,9 +18,10 @@ const (
 	invTerminating = "nothing Terminating longer than 60s (180s under the upstream controllers)"
 	invPending     = "no migration pending longer than 120s after faults stop"
 	invSynced      = "every pair ends Synchronized with matching specs"
+	invLease       = "no write by a replica after it lost the leader-election Lease"
 )
 
-var invariants = []string{invInstances, invActive, invTerminating, invPending, invSynced}
+var invariants = []string{invInstances, invActive, invTerminating, invPending, invSynced, invLease}
 
 // violation is one broken invariant, with what is needed to debug it.
 type violation struct {
@@ -39,13 +40,17 @@ type soakReport struct {
 	instancesKilled int
 	faultsInjected  int64
 	observations    int
-	checks          map[string]int
-	violations      map[string][]violation
+	// counts are the faults below the manager and what they caused, by name.
+	counts map[string]int
+	// lines are printed under the counts (the leadership terms).
+	lines      []string
+	checks     map[string]int
+	violations map[string][]violation
 }
 
 func newSoakReport() *soakReport {
 	return &soakReport{start: time.Now(), ops: map[string]int{}, refused: map[string]int{}, refusedSample: map[string]string{},
-		checks: map[string]int{}, violations: map[string][]violation{}}
+		checks: map[string]int{}, violations: map[string][]violation{}, counts: map[string]int{}}
 }
 
 func (r *soakReport) since() time.Duration { return time.Since(r.start).Round(100 * time.Millisecond) }
@@ -59,6 +64,13 @@ func (r *soakReport) op(name string, err error) {
 		r.refused[name]++
 		r.refusedSample[name] = err.Error()
 	}
+}
+
+// count adds n to a named count of the report.
+func (r *soakReport) count(name string, n int) {
+	r.mu.Lock()
+	r.counts[name] += n
+	r.mu.Unlock()
 }
 
 // checked counts n checks of an invariant.
@@ -84,6 +96,7 @@ func (r *soakReport) failed() bool {
 }
 
 func (r *soakReport) print(w io.Writer, o soakOptions) {
+	o = o.withDefaults()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	total, refused := 0, 0
@@ -101,11 +114,24 @@ func (r *soakReport) print(w io.Writer, o soakOptions) {
 	fmt.Fprintf(w, "operations: %d (%d refused by the apiserver): %s\n", total, refused, strings.Join(parts, ", "))
 	fmt.Fprintf(w, "manager SIGKILLs: %d; cloud faults injected: %d (fault sets %d); instances killed: %d\n",
 		r.kills, r.faultsInjected, r.faultSets, r.instancesKilled)
+	if len(r.counts) > 0 {
+		var c []string
+		for _, name := range slices.Sorted(maps.Keys(r.counts)) {
+			c = append(c, fmt.Sprintf("%s %d", name, r.counts[name]))
+		}
+		fmt.Fprintf(w, "below the manager: %s\n", strings.Join(c, "; "))
+	}
+	for _, l := range r.lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	for name, sample := range r.refusedSample {
 		fmt.Fprintf(w, "  last refusal of %s: %s\n", name, sample)
 	}
 	bad := 0
 	for _, inv := range invariants {
+		if inv == invLease && o.Replicas < 2 {
+			continue // one manager elects no leader
+		}
 		vs := r.violations[inv]
 		bad += len(vs)
 		status := "OK"
@@ -122,7 +148,7 @@ func (r *soakReport) print(w io.Writer, o soakOptions) {
 		if o.Upstream {
 			flag = " -upstream"
 		}
-		fmt.Fprintf(w, "%d violations; replay with: go run ./bench soak%s -seed %d -duration %s -machines %d -machinesets %d\n",
-			bad, flag, o.Seed, o.Duration, o.Machines, o.Sets)
+		fmt.Fprintf(w, "%d violations; replay with: go run ./bench soak%s -seed %d -duration %s -machines %d -machinesets %d -faults %s -replicas %d\n",
+			bad, flag, o.Seed, o.Duration, o.Machines, o.Sets, o.Faults, o.Replicas)
 	}
 }

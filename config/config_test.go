@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/machina-dev/machina/config"
 	"github.com/machina-dev/machina/config/render"
@@ -264,7 +265,7 @@ func TestManagerDeployment(t *testing.T) {
 		wantArgs []string
 		notArgs  []string
 	}{
-		{"default", []string{"manager", "--leader-elect", "--controllers=machineapi,clusterapi,sim,autoscaling,sync,migration,admission",
+		{"default", []string{"manager", "--leader-elect", "--controllers=machineapi,clusterapi,sim,sync,migration,admission",
 			"--webhook-service=machina-system/machina-webhook:443"}, nil},
 		{"bridge", []string{"manager", "--leader-elect", "--controllers=sync,migration,admission", "--webhook-service=machina-system/machina-webhook:443"}, nil},
 	} {
@@ -301,7 +302,7 @@ func TestManagerDeployment(t *testing.T) {
 		}
 		for _, a := range c.Args {
 			if v, ok := strings.CutPrefix(a, "--controllers="); ok {
-				if _, err := controllers.Select(v); err != nil {
+				if _, err := controllers.Select(nil, v); err != nil {
 					t.Errorf("%s: %s: %v", tc.dir, a, err)
 				}
 			}
@@ -310,6 +311,26 @@ func TestManagerDeployment(t *testing.T) {
 			if slices.Contains(c.Args, a) {
 				t.Errorf("%s: args %v have %s", tc.dir, c.Args, a)
 			}
+		}
+		checkReplicas(t, tc.dir, d)
+	}
+}
+
+// checkReplicas: two replicas (the authority webhook shares its CA between them, issue #48),
+// preferably on two Nodes, with the default leader-election timing.
+func checkReplicas(t *testing.T, dir string, d *appsv1.Deployment) {
+	t.Helper()
+	if n := ptr.Deref(d.Spec.Replicas, 1); n != 2 {
+		t.Errorf("%s: %d replicas, want 2", dir, n)
+	}
+	aff := d.Spec.Template.Spec.Affinity
+	if aff == nil || aff.PodAntiAffinity == nil || len(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname {
+		t.Errorf("%s: affinity %+v, want the replicas spread over Nodes", dir, aff)
+	}
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--leader-elect-") {
+			t.Errorf("%s: %s: the defaults (docs/install.md) are meant", dir, a)
 		}
 	}
 }

@@ -32,7 +32,7 @@ import (
 // One lab for the install tests: every controller group, running as the manager's
 // ServiceAccount with only the roles config/ ships.
 func TestInstalledManager(t *testing.T) {
-	e := testenv.Start(t, testenv.Options{Groups: "machineapi,clusterapi,sim,autoscaling,sync,migration,admission"})
+	e := testenv.Start(t, testenv.Options{Groups: "machineapi,clusterapi,sim,sync,migration,admission"})
 	e.SeedCluster("lab")
 	t.Run("IdentityHasOnlyTheGeneratedRoles", func(t *testing.T) { testIdentity(e.For(t)) })
 	t.Run("ScaleAndMigrateUnderLeastPrivilege", func(t *testing.T) { testScaleAndMigrate(e.For(t)) })

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 )
 
 // Namespaces pairs the Machine API namespace with the Cluster API one.
@@ -55,13 +55,13 @@ func (r *Rules) MachineAPICreate(ctx context.Context, req admission.Request) adm
 	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	authority, field := "", "spec.authoritativeAPI"
+	requested, field := "", "spec.authoritativeAPI"
 	if kind == "MachineHealthCheck" {
-		authority, field = obj.GetAnnotations()[gate.MHCAuthoritativeAPIAnnotation], "metadata.annotations["+gate.MHCAuthoritativeAPIAnnotation+"]"
+		requested, field = obj.GetAnnotations()[authority.MHCAuthoritativeAPIAnnotation], "metadata.annotations["+authority.MHCAuthoritativeAPIAnnotation+"]"
 	} else {
-		authority, _, _ = unstructured.NestedString(obj.Object, "spec", "authoritativeAPI")
+		requested, _, _ = unstructured.NestedString(obj.Object, "spec", "authoritativeAPI")
 	}
-	if authority != string(machinev1beta1.MachineAuthorityMachineAPI) {
+	if requested != string(machinev1beta1.MachineAuthorityMachineAPI) {
 		return admission.Allowed("")
 	}
 	name := req.Name
@@ -130,11 +130,11 @@ func (r *Rules) ClusterAPICreate(ctx context.Context, req admission.Request) adm
 func mirrorAuthority(kind string, o *unstructured.Unstructured) string {
 	if kind == "MachineHealthCheck" {
 		a := o.GetAnnotations()
-		if a[gate.MHCStatusAuthoritativeAPIAnnotation] != "" {
-			return a[gate.MHCStatusAuthoritativeAPIAnnotation]
+		if a[authority.MHCStatusAuthoritativeAPIAnnotation] != "" {
+			return a[authority.MHCStatusAuthoritativeAPIAnnotation]
 		}
-		if a[gate.MHCAuthoritativeAPIAnnotation] != "" {
-			return a[gate.MHCAuthoritativeAPIAnnotation]
+		if a[authority.MHCAuthoritativeAPIAnnotation] != "" {
+			return a[authority.MHCAuthoritativeAPIAnnotation]
 		}
 		return string(machinev1beta1.MachineAuthorityMachineAPI)
 	}

@@ -13,12 +13,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,12 +37,42 @@ type Options struct {
 	// ListenAddr is the HTTPS listen address; 127.0.0.1:0 (any free local port) when empty.
 	ListenAddr string
 	// Service, when set, is how the apiserver reaches the webhook in a cluster (the Service in
-	// front of the manager). When nil the configuration uses https://<listen address>,
-	// which suits an apiserver on the same host (machina up, tests).
+	// front of the manager's replicas). When nil the configuration uses https://<listen
+	// address> of the leader, which suits an apiserver on the same host (machina up, tests).
 	Service *admissionregistrationv1.ServiceReference
 	// CertDir may hold tls.crt, tls.key and ca.crt (for example a mounted cert-manager
-	// Secret). Without them a self-signed certificate is made at start.
+	// Secret). Without them the replicas share a self-signed CA kept in the Secret CASecret.
 	CertDir string
+	// CASecret is the Secret of the self-signed CA; when empty, CASecretName in the Service's
+	// namespace, or in DefaultCASecretNamespace without a Service.
+	CASecret client.ObjectKey
+	// Recheck is how often the registration and the CA Secret are looked at again, and put
+	// right when someone changed them; DefaultRecheck when zero.
+	Recheck time.Duration
+}
+
+// DefaultRecheck is how often the leader checks the configuration, and every replica the CA
+// Secret: a deleted or edited configuration is put back within it.
+const DefaultRecheck = 10 * time.Second
+
+// withDefaults fills in what o leaves empty.
+func (o Options) withDefaults() Options {
+	if o.ListenAddr == "" {
+		o.ListenAddr = "127.0.0.1:0"
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
+	}
+	if o.CASecret.Name == "" {
+		o.CASecret.Name = CASecretName
+	}
+	if o.CASecret.Namespace == "" {
+		o.CASecret.Namespace = DefaultCASecretNamespace
+		if o.Service != nil {
+			o.CASecret.Namespace = o.Service.Namespace
+		}
+	}
+	return o
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;create;update
@@ -56,23 +80,26 @@ type Options struct {
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machines;machinesets;machinehealthchecks,verbs=get
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machinesets;machinehealthchecks,verbs=get
 
-// Setup serves the webhook from mgr and registers its configuration.
+// Setup serves the webhook from mgr (on every replica) and registers its configuration (from
+// the leader; see registrar).
 func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
-	if o.ListenAddr == "" {
-		o.ListenAddr = "127.0.0.1:0"
-	}
-	cert, err := certificate(o)
-	if err != nil {
-		return fmt.Errorf("authority webhook certificate: %w", err)
-	}
-	if cert.watcher != nil {
-		if err := mgr.Add(cert.watcher); err != nil {
-			return err
-		}
-	}
+	o = o.withDefaults()
 	ln, err := net.Listen("tcp", o.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("authority webhook: %w", err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	if tcp != nil && o.Service == nil && tcp.IP.IsUnspecified() {
+		_ = ln.Close()
+		return fmt.Errorf("authority webhook: listening on all addresses (%s) needs a Service for the apiserver to call (--webhook-service namespace/name:port)", o.ListenAddr)
+	}
+	cert, err := certificate(mgr, o, tcp)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("authority webhook certificate: %w", err)
+	}
+	if err := mgr.Add(cert.runnable()); err != nil {
+		return err
 	}
 	rules := &Rules{Reader: mgr.GetAPIReader(), Namespaces: ns}
 	mux := http.NewServeMux()
@@ -84,12 +111,8 @@ func Setup(mgr ctrl.Manager, ns Namespaces, o Options) error {
 	if err := mgr.Add(serveRunnable{srv: srv, ln: ln}); err != nil {
 		return err
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && o.Service == nil && tcp.IP.IsUnspecified() {
-		_ = ln.Close()
-		return fmt.Errorf("authority webhook: listening on all addresses (%s) needs a Service for the apiserver to call (--webhook-service namespace/name:port)", o.ListenAddr)
-	}
-	reg := &registrar{c: mgr.GetClient(), r: mgr.GetAPIReader(), ns: ns, caPEM: cert.caPEM, service: o.Service, url: "https://" + ln.Addr().String()}
-	return mgr.Add(reg)
+	return mgr.Add(&registrar{c: mgr.GetClient(), r: mgr.GetAPIReader(), ns: ns, ca: cert.ca, service: o.Service,
+		url: "https://" + ln.Addr().String(), period: o.Recheck})
 }
 
 type serveRunnable struct {
@@ -116,108 +139,11 @@ func (s serveRunnable) Start(ctx context.Context) error {
 	}
 }
 
-// registrar writes the ValidatingWebhookConfiguration once the manager runs.
-type registrar struct {
-	c       client.Client
-	r       client.Reader // uncached: one configuration needs no informer
-	ns      Namespaces
-	caPEM   []byte
-	service *admissionregistrationv1.ServiceReference
-	url     string
-}
-
-func (*registrar) NeedLeaderElection() bool { return false }
-
-func (r *registrar) Start(ctx context.Context) error {
-	// The manager's own creates (mirrors, MachineSet replicas) skip the webhook.
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := r.c.Create(ctx, review); err != nil {
-		return fmt.Errorf("authority webhook: who am I (SelfSubjectReview): %w", err)
-	}
-	want := r.configuration(review.Status.UserInfo.Username)
-	for {
-		err := r.apply(ctx, want)
-		if err == nil {
-			ctrl.LoggerFrom(ctx).Info("authority webhook registered", "configuration", ConfigurationName)
-			<-ctx.Done()
-			return nil
-		}
-		ctrl.LoggerFrom(ctx).Error(err, "registering the authority webhook; retrying")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-func (r *registrar) apply(ctx context.Context, want *admissionregistrationv1.ValidatingWebhookConfiguration) error {
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err := r.r.Get(ctx, client.ObjectKey{Name: ConfigurationName}, got)
-	if apierrors.IsNotFound(err) {
-		return r.c.Create(ctx, want)
-	}
-	if err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(got.Webhooks, want.Webhooks) && got.Labels["app.kubernetes.io/managed-by"] == "machina" {
-		return nil
-	}
-	got.Webhooks = want.Webhooks
-	got.Labels = want.Labels
-	return r.c.Update(ctx, got)
-}
-
-func (r *registrar) configuration(self string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	notSelf := admissionregistrationv1.MatchCondition{Name: "not-machina",
-		Expression: fmt.Sprintf("request.userInfo.username != %q", self)}
-	unpaused := admissionregistrationv1.MatchCondition{Name: "unpaused",
-		Expression: fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", clusterv1.PausedAnnotation)}
-	creates := []string{"machines", "machinesets", "machinehealthchecks"}
-	scales := []string{"machinesets/scale"}
-	hook := func(name, path, group, ns string, op admissionregistrationv1.OperationType, resources []string,
-		conds ...admissionregistrationv1.MatchCondition) admissionregistrationv1.ValidatingWebhook {
-		cc := admissionregistrationv1.WebhookClientConfig{CABundle: r.caPEM}
-		if r.service != nil {
-			svc := *r.service
-			svc.Path = ptr.To(path)
-			cc.Service = &svc
-		} else {
-			cc.URL = ptr.To(r.url + path)
-		}
-		return admissionregistrationv1.ValidatingWebhook{
-			Name:         name,
-			ClientConfig: cc,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{op},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"},
-					Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-			MatchConditions:         append([]admissionregistrationv1.MatchCondition{notSelf}, conds...),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](5),
-		}
-	}
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": "machina"}},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("machine-api-create.authority.machina.dev", MachineAPIPath, "machine.openshift.io", r.ns.MachineAPI, admissionregistrationv1.Create, creates),
-			hook("cluster-api-create.authority.machina.dev", ClusterAPIPath, "cluster.x-k8s.io", r.ns.ClusterAPI, admissionregistrationv1.Create, creates, unpaused),
-			hook("machine-api-scale.authority.machina.dev", MachineAPIScalePath, "machine.openshift.io", r.ns.MachineAPI, admissionregistrationv1.Update, scales),
-			hook("cluster-api-scale.authority.machina.dev", ClusterAPIScalePath, "cluster.x-k8s.io", r.ns.ClusterAPI, admissionregistrationv1.Update, scales),
-		},
-	}
-}
-
 // servingCert is the webhook's certificate and the CA the apiserver is told to trust.
 type servingCert struct {
-	static  *tls.Certificate         // a self-signed certificate made at start
-	watcher *certwatcher.CertWatcher // or tls.crt/tls.key of CertDir, reloaded when they change
-	caPEM   []byte
+	watcher *certwatcher.CertWatcher // tls.crt/tls.key of CertDir, reloaded when they change
+	caPEM   []byte                   // and its ca.crt
+	shared  *sharedCA                // or a certificate of the self-signed CA the replicas share
 }
 
 // tlsConfig serves the certificate with the manager's TLS policy (TLS 1.2 or newer).
@@ -226,55 +152,67 @@ func (s servingCert) tlsConfig() *tls.Config {
 	if s.watcher != nil {
 		c.GetCertificate = s.watcher.GetCertificate
 	} else {
-		c.Certificates = []tls.Certificate{*s.static}
+		c.GetCertificate = s.shared.GetCertificate
 	}
 	machina.SecureTLS(c)
 	return c
 }
 
-// certificate serves tls.crt and tls.key from o.CertDir, watched so a rotated Secret takes
-// effect without a restart (ca.crt is read once: a new CA needs a restart to be registered),
-// or makes a self-signed one.
-func certificate(o Options) (servingCert, error) {
-	if o.CertDir != "" {
-		crt, key := filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key")
-		if _, err := os.Stat(crt); err == nil {
-			ca, err := os.ReadFile(filepath.Join(o.CertDir, "ca.crt"))
-			if err != nil {
-				return servingCert{}, fmt.Errorf("%s has tls.crt but no ca.crt for the apiserver to trust: %w", o.CertDir, err)
-			}
-			w, err := certwatcher.New(crt, key)
-			if err != nil {
-				return servingCert{}, fmt.Errorf("--webhook-cert-dir %s: %w", o.CertDir, err)
-			}
-			return servingCert{watcher: w, caPEM: ca}, nil
-		}
+// runnable keeps the certificate current: the watcher of CertDir, or the shared CA.
+func (s servingCert) runnable() manager.Runnable {
+	if s.watcher != nil {
+		return s.watcher
 	}
-	var dns []string
+	return s.shared
+}
+
+// ca returns the CA to register, once known.
+func (s servingCert) ca(ctx context.Context) ([]byte, error) {
+	if s.shared != nil {
+		return s.shared.CA(ctx)
+	}
+	return s.caPEM, nil
+}
+
+// certificate serves the certificate of o.CertDir (mounted), or one signed by the CA the
+// replicas share in o.CASecret, valid for the Service's names, localhost and the listen
+// address when it is a specific IP.
+func certificate(mgr ctrl.Manager, o Options, addr *net.TCPAddr) (servingCert, error) {
+	if s, ok, err := mounted(o.CertDir); ok || err != nil {
+		return s, err
+	}
+	dns := []string{"localhost"}
 	if s := o.Service; s != nil {
 		dns = append(dns, s.Name, s.Name+"."+s.Namespace, s.Name+"."+s.Namespace+".svc", s.Name+"."+s.Namespace+".svc.cluster.local")
 	}
-	cert, ca, err := selfSigned(append(dns, "localhost"), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
-	if err != nil {
-		return servingCert{}, err
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if addr != nil && !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+		ips = append(ips, addr.IP)
 	}
-	return servingCert{static: &cert, caPEM: ca}, nil
+	leaf := certs.Leaf{CommonName: "machina-authority-webhook", DNSNames: dns, IPs: ips, Usage: x509.ExtKeyUsageServerAuth}
+	return servingCert{shared: newSharedCA(mgr.GetClient(), mgr.GetAPIReader(), o.CASecret, leaf, o.Recheck)}, nil
 }
 
-// selfSigned makes a CA and a serving certificate it signs (internal/certs), and returns the
-// certificate and the CA's PEM.
-func selfSigned(dns []string, ips []net.IP) (tls.Certificate, []byte, error) {
-	ca, err := certs.New("machina authority webhook CA")
-	if err != nil {
-		return tls.Certificate{}, nil, err
+// mounted serves tls.crt and tls.key from dir, watched so a rotated Secret takes effect
+// without a restart (ca.crt is read once: a new CA needs a restart to be registered); ok is
+// false when dir holds no tls.crt.
+func mounted(dir string) (s servingCert, ok bool, err error) {
+	if dir == "" {
+		return servingCert{}, false, nil
 	}
-	certPEM, keyPEM, err := ca.Sign(certs.Leaf{CommonName: "machina-authority-webhook", DNSNames: dns, IPs: ips,
-		Usage: x509.ExtKeyUsageServerAuth})
-	if err != nil {
-		return tls.Certificate{}, nil, err
+	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if _, err := os.Stat(crt); err != nil {
+		return servingCert{}, false, nil
 	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	return cert, ca.CertPEM(), err
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return servingCert{}, true, fmt.Errorf("%s has tls.crt but no ca.crt for the apiserver to trust: %w", dir, err)
+	}
+	w, err := certwatcher.New(crt, key)
+	if err != nil {
+		return servingCert{}, true, fmt.Errorf("--webhook-cert-dir %s: %w", dir, err)
+	}
+	return servingCert{watcher: w, caPEM: ca}, true, nil
 }
 
 var _ manager.Runnable = serveRunnable{}

@@ -43,10 +43,13 @@ func TestCloudCommandEC2(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2"} {
+	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2"} {
 		if env[k] == "" {
 			t.Errorf("the export line lacks %s: %v", k, line)
 		}
+	}
+	if env["AWS_DEFAULT_REGION"] != env["AWS_REGION"] { // the aws CLI v1 reads only the former
+		t.Errorf("AWS_DEFAULT_REGION %q differs from AWS_REGION %q", env["AWS_DEFAULT_REGION"], env["AWS_REGION"])
 	}
 	c := awsec2.New(awsec2.Options{Region: env["AWS_REGION"], BaseEndpoint: aws.String(env["AWS_ENDPOINT_URL_EC2"]),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {

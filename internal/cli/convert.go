@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machina-dev/machina/internal/convert"
-	"github.com/machina-dev/machina/internal/convert/document"
+	"github.com/machina-dev/machina/internal/document"
 	"github.com/machina-dev/machina/internal/provider"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/machina-dev/machina/internal/provider"
 )
 
-const docTestdata = "../convert/document/testdata/"
+const docTestdata = "../document/testdata/"
 
 // runConvertCmd runs `machina convert args...` in-process (see runCommand).
 func runConvertCmd(t *testing.T, stdin string, args ...string) (string, string, int) {

@@ -18,7 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
@@ -329,7 +329,7 @@ func (p printer) authority(status, spec machinev1beta1.MachineAuthority) string 
 }
 
 func (p printer) synchronized(conds []machinev1beta1.Condition) string {
-	c := mapicond.Get(conds, synccommon.SynchronizedCondition)
+	c := mapicond.Get(conds, authority.SynchronizedCondition)
 	switch {
 	case c == nil:
 		return p.paint("33", "Synchronized ?")

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/machina-dev/machina/internal/controllers"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/manager"
 )
@@ -24,10 +28,11 @@ type managerFlags struct {
 	leaderElect            bool
 	leaderNamespace        string
 	leaderID               string
-	cloudURL               string
-	aws                    awsFlags
+	leaseDuration          time.Duration
+	renewDeadline          time.Duration
+	retryPeriod            time.Duration
+	groups                 controllers.Settings
 	autoscalerFieldManager string
-	webhook                manager.WebhookEnv
 	qps                    float32
 	burst                  int
 	syncLabels             []string
@@ -59,7 +64,7 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
-			groups, err := selectGroups(f.controllers)
+			groups, err := selectGroups(&f.groups, f.controllers)
 			if err != nil {
 				return err
 			}
@@ -72,9 +77,8 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 				MetricsAddr: f.metricsAddr, MetricsInsecure: f.metricsInsecure, MetricsCertDir: f.metricsCertDir, Pprof: f.pprof,
 				HealthProbeAddr: f.probeAddr,
 				LeaderElection:  f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
-				Groups: groups, Env: manager.Env{CloudURL: f.cloudURL, AutoscalerFieldManager: f.autoscalerFieldManager, Webhook: f.webhook,
-					AdditionalSyncMachineLabels: syncLabels,
-					AWSEndpoint:                 f.aws.endpoint, AWSELBEndpoint: f.aws.elbEndpoint, AWSELBv2Endpoint: f.aws.elbv2Endpoint},
+				LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
+				Groups: groups, Env: manager.Env{AutoscalerFieldManager: f.autoscalerFieldManager, AdditionalSyncMachineLabels: syncLabels},
 			})
 			if err != nil {
 				return err
@@ -85,7 +89,7 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "machina manager: starting controller groups [%s] against %s\n",
 				strings.Join(names, ", "), cfg.Host)
-			return mgr.Start(cmd.Context())
+			return runManager(cmd.Context(), mgr)
 		},
 	}
 	fl := cmd.Flags()
@@ -100,13 +104,15 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader so only one replica reconciles at a time")
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	fl.StringVar(&f.leaderID, "leader-election-id", "machina-manager", "name of the leader-election Lease")
-	fl.StringVar(&f.cloudURL, "cloud-url", "", "endpoint of the simulated cloud, for the simulated provider's controllers")
-	f.aws.register(cmd)
+	fl.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", manager.DefaultLeaseDuration,
+		"how long a standby waits on a Lease its leader stopped renewing before taking over: a leader that dies stalls reconciling about this long plus --leader-elect-retry-period")
+	fl.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", manager.DefaultRenewDeadline,
+		"how long the leader keeps retrying a failed renewal before it stops (and the process exits non-zero); with --leader-elect-retry-period it must stay under --leader-elect-lease-duration")
+	fl.DurationVar(&f.retryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod,
+		"how often the leader renews the Lease and a standby tries to take it")
+	addGroupFlags(fl, &f.groups)
 	fl.StringVar(&f.autoscalerFieldManager, "autoscaler-field-manager", manager.DefaultAutoscalerFieldManager,
 		"field manager of the cluster autoscaler: its replicas changes on a Cluster API MachineSet mirror are carried over to the authoritative Machine API MachineSet")
-	fl.StringVar(&f.webhook.ListenAddr, "webhook-bind-address", "", `HTTPS address of the admission webhook (group "admission"); default 127.0.0.1 on a free port, for an apiserver on this host`)
-	fl.StringVar(&f.webhook.Service, "webhook-service", "", `Service through which the apiserver reaches the webhook, "namespace/name:port" (in a cluster; then --webhook-bind-address is typically ":9443")`)
-	fl.StringVar(&f.webhook.CertDir, "webhook-cert-dir", "", "directory with tls.crt, tls.key and ca.crt for the webhook (for example a mounted cert-manager Secret); a self-signed certificate is made when empty")
 	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
 	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
 	fl.StringSliceVar(&f.syncLabels, "additional-sync-machine-labels", nil,
@@ -115,22 +121,17 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	return cmd
 }
 
-// awsFlags are the EC2 endpoints of the AWS provider's controllers (group "aws"). Their
-// credentials are a Machine's credentialsSecret, else the AWS SDK's default chain
-// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the shared config and credentials files, web
-// identity, instance metadata).
-type awsFlags struct {
-	endpoint, elbEndpoint, elbv2Endpoint string
-}
-
-func (a *awsFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&a.endpoint, "aws-endpoint", "",
-		`EC2 endpoint URL of the AWS provider's controllers (group "aws"), e.g. the simulated cloud's EC2 front; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, the shared config file, the region's public endpoint)`)
-	fl.StringVar(&a.elbEndpoint, "aws-elb-endpoint", "",
-		"classic Elastic Load Balancing endpoint URL the AWS actuator registers control-plane Machines with; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING, ...)")
-	fl.StringVar(&a.elbv2Endpoint, "aws-elbv2-endpoint", "",
-		"Elastic Load Balancing v2 (network load balancers) endpoint URL; default: the AWS SDK's standard resolution (AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2, ...)")
+// runManager runs mgr until SIGINT or SIGTERM (it then stops its controllers and releases its
+// Lease, so a standby takes over at once) or until it fails. A leader that loses its Lease
+// gets "leader election lost" from mgr.Start: that error ends the process with a non-zero code
+// and nothing here starts the manager again, so a replica that lost its Lease writes no more.
+func runManager(parent context.Context, mgr ctrl.Manager) error {
+	ctx, stop := signalContext(parent)
+	defer stop()
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("manager stopped: %w", err)
+	}
+	return nil
 }
 
 // restConfig loads a client configuration from an explicit kubeconfig path or the defaults.

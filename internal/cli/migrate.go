@@ -12,9 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
@@ -126,7 +125,7 @@ func runMigrate(ctx context.Context, f *migrateFlags, args []string, out io.Writ
 		case *machinev1beta1.MachineSet:
 			o.Spec.AuthoritativeAPI = to
 		case *machinev1beta1.MachineHealthCheck:
-			o.Annotations = synccommon.MergeMap(o.Annotations, map[string]string{gate.MHCAuthoritativeAPIAnnotation: string(to)})
+			o.Annotations = authority.MergeMap(o.Annotations, map[string]string{authority.MHCAuthoritativeAPIAnnotation: string(to)})
 		}
 		if err := c.Patch(ctx, t.obj, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("%s %s: %w", t.kind, t.name, err)
@@ -191,12 +190,12 @@ func progress(o client.Object, to machinev1beta1.MachineAuthority) (state string
 	case *machinev1beta1.MachineSet:
 		status, conds = x.Status.AuthoritativeAPI, x.Status.Conditions
 	case *machinev1beta1.MachineHealthCheck:
-		status, conds = machinev1beta1.MachineAuthority(x.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]), x.Status.Conditions
+		status, conds = machinev1beta1.MachineAuthority(x.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation]), x.Status.Conditions
 	}
 	if status == to {
 		return "done", true, ""
 	}
-	if s := mapicond.Get(conds, synccommon.SynchronizedCondition); s != nil && s.Reason == synccommon.ConversionFailedReason {
+	if s := mapicond.Get(conds, authority.SynchronizedCondition); s != nil && s.Reason == authority.ConversionFailedReason {
 		return "not synchronised", false, s.Message
 	}
 	m := mapicond.Get(conds, migration.MigrationCondition)

@@ -12,8 +12,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -45,18 +45,18 @@ func TestMigrateTargets(t *testing.T) {
 // as the other kinds.
 func TestMigrateProgressMachineHealthCheck(t *testing.T) {
 	mhc := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-		gate.MHCStatusAuthoritativeAPIAnnotation: "Migrating"}}}
+		authority.MHCStatusAuthoritativeAPIAnnotation: "Migrating"}}}
 	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: migration.MigrationCondition, Status: corev1.ConditionFalse, Reason: migration.WaitingForPausedReason}}
 	if state, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "migrating: pausing the old side" || done || failure != "" {
 		t.Errorf("migrating: %q %v %q", state, done, failure)
 	}
-	mhc.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] = "ClusterAPI"
+	mhc.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] = "ClusterAPI"
 	if state, done, _ := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "done" || !done {
 		t.Errorf("moved: %q %v", state, done)
 	}
-	mhc.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] = "MachineAPI"
-	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: synccommon.SynchronizedCondition, Status: corev1.ConditionFalse,
-		Reason: synccommon.ConversionFailedReason, Message: "spec.remediationTemplate.namespace: Invalid value"}}
+	mhc.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] = "MachineAPI"
+	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: authority.SynchronizedCondition, Status: corev1.ConditionFalse,
+		Reason: authority.ConversionFailedReason, Message: "spec.remediationTemplate.namespace: Invalid value"}}
 	if _, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); done || !strings.Contains(failure, "spec.remediationTemplate.namespace") {
 		t.Errorf("unconvertible: %v %q", done, failure)
 	}
@@ -83,8 +83,8 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: "cli-check"}, m); err != nil {
 			return false, err.Error(), nil
 		}
-		return mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
-			m.Annotations[gate.MHCSynchronizedGenerationAnnotation] != "", "", nil
+		return mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
+			m.Annotations[authority.MHCSynchronizedGenerationAnnotation] != "", "", nil
 	})
 	kc := "--kubeconfig=" + e.Lab.KubeconfigPath
 	capiPaused := func() bool {
@@ -121,7 +121,7 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(bad), m); err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
 		return c != nil && c.Status == corev1.ConditionFalse, "", nil
 	})
 	_, errOut, code := runCommand(t, newMigrateCommand, kc, "machinehealthcheck/cli-unmovable", "--to", "ClusterAPI", "--wait", "--timeout", "1m")

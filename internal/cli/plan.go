@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machina-dev/machina/internal/convert"
-	"github.com/machina-dev/machina/internal/convert/document"
+	"github.com/machina-dev/machina/internal/document"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
 )

@@ -13,9 +13,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/convert"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/provider"
 )
@@ -24,7 +23,7 @@ import (
 // the state the migration controller requires before it starts.
 type clusterPlanner struct {
 	c         client.Client
-	ns        synccommon.Namespaces
+	ns        authority.Namespaces
 	to        machinev1beta1.MachineAuthority
 	providers *provider.Registry
 
@@ -51,7 +50,7 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 	if err != nil {
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
-	p := &clusterPlanner{c: c, ns: synccommon.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
+	p := &clusterPlanner{c: c, ns: authority.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
 		providers:    provider.Builtin(),
 		capiMachines: map[string]*clusterv1.Machine{}, mapiMachines: map[string]bool{}}
 	var sets machinev1beta1.MachineSetList
@@ -138,7 +137,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 	var err error
 	switch {
 	case p.to == machinev1beta1.MachineAuthorityClusterAPI:
-		cctx, cerr := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, synccommon.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
+		cctx, cerr := authority.ContextFor(ctx, p.c, p.providers, p.ns, authority.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
 		if err = cerr; err == nil {
 			_, _, errs = convert.ToClusterAPIMachineSet(ms, cctx)
 		}
@@ -149,7 +148,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 		var tmpl client.Object
 		if tmpl, err = p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name); err == nil {
 			var cctx convert.Context
-			if cctx, err = synccommon.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind); err == nil {
+			if cctx, err = authority.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind); err == nil {
 				_, _, errs = convert.ToMachineAPIMachineSet(capi, tmpl, cctx)
 			}
 		}
@@ -180,11 +179,11 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealthCheck) planItem {
 	it := planItem{kind: "MachineHealthCheck", name: h.Name}
 	// The check's authority lives in annotations (see internal/gate); unset means MachineAPI.
-	status := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation])
+	status := machinev1beta1.MachineAuthority(h.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation])
 	if status == "" {
 		status = machinev1beta1.MachineAuthorityMachineAPI
 	}
-	spec := machinev1beta1.MachineAuthority(h.Annotations[gate.MHCAuthoritativeAPIAnnotation])
+	spec := machinev1beta1.MachineAuthority(h.Annotations[authority.MHCAuthoritativeAPIAnnotation])
 	if !p.start(&it, spec, status) {
 		return it
 	}
@@ -195,7 +194,7 @@ func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealt
 		}
 		capi = nil
 	}
-	cctx, err := synccommon.ClusterContext(ctx, p.c, p.ns)
+	cctx, err := authority.ClusterContext(ctx, p.c, p.ns)
 	var errs field.ErrorList
 	switch {
 	case err != nil:
@@ -211,13 +210,13 @@ func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealt
 	if capi != nil {
 		capiGen = capi.Generation
 	}
-	synced, _ := strconv.ParseInt(h.Annotations[gate.MHCSynchronizedGenerationAnnotation], 10, 64)
+	synced, _ := strconv.ParseInt(h.Annotations[authority.MHCSynchronizedGenerationAnnotation], 10, 64)
 	p.addSync(&it, h.Status.Conditions, status, h.Generation, capiGen, synced)
 	return it
 }
 
 func (p *clusterPlanner) convertMachineToCAPI(ctx context.Context, m *machinev1beta1.Machine) (field.ErrorList, error) {
-	cctx, err := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, synccommon.ProviderSpecKind(m.Spec.ProviderSpec))
+	cctx, err := authority.ContextFor(ctx, p.c, p.providers, p.ns, authority.ProviderSpecKind(m.Spec.ProviderSpec))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +233,7 @@ func (p *clusterPlanner) convertMachineToMAPI(ctx context.Context, capi *cluster
 	if err != nil {
 		return nil, err
 	}
-	cctx, err := synccommon.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind)
+	cctx, err := authority.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -278,9 +277,9 @@ func (p *clusterPlanner) addConversion(it *planItem, errs field.ErrorList, err e
 // addSync adds the synchronisation state the migration controller requires: Synchronized
 // True, and a mirror that has caught up with the current authority's generation.
 func (p *clusterPlanner) addSync(it *planItem, conds []machinev1beta1.Condition, status machinev1beta1.MachineAuthority, mapiGen, capiGen, synced int64) {
-	if b := conditionBlocker(conds, synccommon.SynchronizedCondition); b != "" {
+	if b := conditionBlocker(conds, authority.SynchronizedCondition); b != "" {
 		// A failed conversion is already listed field by field.
-		if c := mapicond.Get(conds, synccommon.SynchronizedCondition); c == nil || c.Reason != synccommon.ConversionFailedReason || len(it.blockers) == 0 {
+		if c := mapicond.Get(conds, authority.SynchronizedCondition); c == nil || c.Reason != authority.ConversionFailedReason || len(it.blockers) == 0 {
 			it.blockers = append(it.blockers, b)
 		}
 		return

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -139,13 +139,13 @@ func TestPlanAndBlockedMigration(t *testing.T) {
 			return false, fmt.Sprintf("%d Machines", len(machines.Items)), nil
 		}
 		for _, ms := range sets.Items {
-			c := mapicond.Get(ms.Status.Conditions, synccommon.SynchronizedCondition)
+			c := mapicond.Get(ms.Status.Conditions, authority.SynchronizedCondition)
 			if c == nil || (ms.Name != bad.Name && (c.Status != corev1.ConditionTrue || ms.Status.SynchronizedGeneration != ms.Generation)) {
 				return false, "MachineSet " + ms.Name + " not synchronised", nil
 			}
 		}
 		for _, m := range machines.Items {
-			c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+			c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
 			if c == nil || c.Status != corev1.ConditionTrue || m.Status.SynchronizedGeneration != m.Generation {
 				return false, "Machine " + m.Name + " not synchronised", nil
 			}
@@ -154,7 +154,7 @@ func TestPlanAndBlockedMigration(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: cl.MachineAPINamespace, Name: "lab-workers"}, mhc); err != nil {
 			return false, "", err
 		}
-		if c := mapicond.Get(mhc.Status.Conditions, synccommon.SynchronizedCondition); c == nil || c.Status != corev1.ConditionTrue {
+		if c := mapicond.Get(mhc.Status.Conditions, authority.SynchronizedCondition); c == nil || c.Status != corev1.ConditionTrue {
 			return false, "MachineHealthCheck not synchronised", nil
 		}
 		return true, "", nil

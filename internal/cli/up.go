@@ -17,6 +17,8 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
+	"github.com/machina-dev/machina/internal/controllers"
+	"github.com/machina-dev/machina/internal/controllers/aws"
 	"github.com/machina-dev/machina/internal/flock"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
@@ -228,7 +230,8 @@ func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer)
 	if err := f.checkUpstream(plat); err != nil {
 		return nil, err
 	}
-	groups, err := selectGroups(f.controllersFor(plat))
+	settings := &controllers.Settings{}
+	groups, err := selectGroups(settings, f.controllersFor(plat))
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +254,10 @@ func startUpLab(ctx context.Context, dir string, f *upFlags, progress io.Writer)
 	fmt.Fprintf(progress, "machina up: simulated cloud serving at %s\n", u.cloud.URL())
 	fmt.Fprintf(progress, "machina up: EC2 endpoint at %s; for AWS clients:\n%s\n", front.URL(), front.ExportLine())
 
-	env := manager.Env{CloudURL: u.cloud.URL(), AWSEndpoint: front.URL(),
-		AWSELBEndpoint: front.URL() + ec2.PathELB, AWSELBv2Endpoint: front.URL() + ec2.PathELBv2}
+	// The groups read their settings when the manager sets them up, below.
+	settings.Sim.CloudURL = u.cloud.URL()
+	settings.AWS = aws.Options{Endpoint: front.URL(), ELBEndpoint: front.URL() + ec2.PathELB, ELBv2Endpoint: front.URL() + ec2.PathELBv2}
+	env := manager.Env{}
 	errc, metricsAddr, err := startLabManager(ctx, l, groups, env)
 	if err != nil {
 		return u, err

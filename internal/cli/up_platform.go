@@ -41,9 +41,9 @@ type upPlatform struct {
 const awsLabReplicas = 1
 
 // upPlatforms are the platforms `machina up` can seed. The AWS lab leaves out the simulated
-// Cluster API provider (group "sim"), which has nothing to do there; the Machine API's own
-// controllers (group "machineapi") run on both, its simulated actuator claiming only
-// SimMachineProviderSpec Machines and the "aws" group's actuator the AWSMachineProviderConfig ones.
+// platform's controllers (group "sim"), which have nothing to do there; the platform-neutral
+// Machine API controllers (group "machineapi") run on both, and each platform's group runs the
+// Machine controller for its own providerSpec kind.
 func upPlatforms() []upPlatform {
 	return []upPlatform{
 		{name: "sim", infraType: configv1.NonePlatformType, controllers: "*", seed: seedSim},
@@ -193,7 +193,7 @@ func reportMachines(ctx context.Context, c client.Client, ns string, progress io
 	_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 		var list machinev1beta1.MachineList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, nil //nolint:nilerr // a report, not a check: try again at the next tick
+			return false, nil // a report, not a check: try again at the next tick
 		}
 		running, nodes, failed := 0, 0, 0
 		for _, m := range list.Items {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/cloud/ec2"
+	"github.com/machina-dev/machina/internal/controllers"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/manager"
@@ -43,7 +44,7 @@ func (f *upFlags) checkUpstream(p upPlatform) error {
 	if f.changed == nil || !f.changed("controllers") {
 		return nil
 	}
-	groups, err := selectGroups(f.controllers)
+	groups, err := selectGroups(&controllers.Settings{}, f.controllers)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/scheme"
@@ -26,6 +26,7 @@ const installDoc = `docs/install.md "Install on OpenShift"`
 // every write of them), naming the CRD and each missing field; the lab's CRDs carry them.
 // The check runs as the manager's ServiceAccount, so its RBAC is exercised too.
 func TestMachineAPICRDCheck(t *testing.T) {
+	t.Parallel()
 	l := labtest.Start(t)
 	ctx := context.Background()
 	admin, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
@@ -42,7 +43,7 @@ func TestMachineAPICRDCheck(t *testing.T) {
 	}
 	// newManager builds a manager with one group; New runs the group's Setup.
 	newManager := func(group string) error {
-		groups, err := controllers.Select(group)
+		groups, err := controllers.Select(nil, group)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func TestMachineAPICRDCheck(t *testing.T) {
 		return err
 	}
 
-	if err := synccommon.CheckMachineAPICRDs(ctx, reader); err != nil {
+	if err := authority.CheckMachineAPICRDs(ctx, reader); err != nil {
 		t.Fatalf("the lab's CRDs carry the authority fields, yet the check says: %v", err)
 	}
 	for _, g := range []string{"sync", "migration"} {
@@ -71,7 +72,7 @@ func TestMachineAPICRDCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			restore := prune(t, admin, tc.name, tc.fields)
 			defer restore()
-			err := synccommon.CheckMachineAPICRDs(ctx, reader)
+			err := authority.CheckMachineAPICRDs(ctx, reader)
 			wantLacks(t, err, tc.name, tc.fields)
 			for _, g := range []string{"sync", "migration"} {
 				err := newManager(g)
@@ -92,7 +93,7 @@ func TestMachineAPICRDCheck(t *testing.T) {
 	want := "CRD machinesets.machine.openshift.io is not installed: the sync and migration need the Machine API CRDs (" + installDoc + ")"
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = synccommon.CheckMachineAPICRDs(ctx, reader)
+		last = authority.CheckMachineAPICRDs(ctx, reader)
 		return last != nil && last.Error() == want, nil
 	}); err != nil {
 		t.Fatalf("check without the MachineSet CRD: %v, want %q", last, want)

@@ -1,12 +1,12 @@
 // Package controllers is the one list of the controller groups built into machina. The
 // manager package runs whichever of them --controllers selects but imports none of them;
 // the command line (internal/cli) and the integration tests (internal/testenv) take the list
-// from here. A new group is one more line in Groups.
+// from here. A new group is one more line in Groups (and a field of Settings when it has
+// settings of its own).
 package controllers
 
 import (
 	"github.com/machina-dev/machina/internal/authorityhook"
-	"github.com/machina-dev/machina/internal/controllers/autoscaling"
 	"github.com/machina-dev/machina/internal/controllers/aws"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
@@ -17,22 +17,34 @@ import (
 	"github.com/machina-dev/machina/internal/opsmetrics"
 )
 
-// Groups returns every controller group of this build, in the order --help lists them.
-func Groups() []manager.Group {
+// Settings are the groups' own settings, each read only by its group: the command line sets
+// them through the groups' AddFlags, tests directly.
+type Settings struct {
+	Sim       sim.Options
+	AWS       aws.Options
+	Admission authorityhook.Flags
+}
+
+// Groups returns every controller group of this build, in the order --help lists them; the
+// groups read s (nil: a fresh, empty Settings) when they are set up, so flags parsed into it
+// after this call count.
+func Groups(s *Settings) []manager.Group {
+	if s == nil {
+		s = &Settings{}
+	}
 	return []manager.Group{
 		machineapi.Group(),
 		clusterapi.Group(),
-		sim.Group(),
-		aws.Group(),
-		autoscaling.Group(),
+		sim.Group(&s.Sim),
+		aws.Group(&s.AWS),
 		sync.Group(),
 		migration.Group(),
-		authorityhook.Group(),
+		authorityhook.Group(&s.Admission),
 		opsmetrics.Group(),
 	}
 }
 
-// Select resolves a --controllers value against Groups (see manager.Select).
-func Select(spec string) ([]manager.Group, error) {
-	return manager.Select(Groups(), spec)
+// Select resolves a --controllers value against Groups(s) (see manager.Select).
+func Select(s *Settings, spec string) ([]manager.Group, error) {
+	return manager.Select(Groups(s), spec)
 }

@@ -9,6 +9,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/authority"
 )
 
 // Cluster reads the Cluster API Cluster name in namespace, whose spec.paused ClusterAPI
@@ -56,10 +58,6 @@ func HasPausedAnnotation(obj client.Object) bool {
 	return ok
 }
 
-// SyncFinalizer is the sync controllers' finalizer; every mirrored Machine, MachineSet and
-// MachineHealthCheck carries it (see internal/controllers/sync).
-const SyncFinalizer = "sync.machine.openshift.io/finalizer"
-
 // PausedAsMirror reports whether obj is paused only because it is the Cluster API mirror of
 // a resource the Machine API owns: the paused annotation together with the sync finalizer.
 // Such a pause means "the other API reconciles this", not "leave it alone", which matters to
@@ -70,7 +68,7 @@ func PausedAsMirror(obj client.Object) bool {
 		return false
 	}
 	for _, f := range obj.GetFinalizers() {
-		if f == SyncFinalizer {
+		if f == authority.SyncFinalizer {
 			return true
 		}
 	}

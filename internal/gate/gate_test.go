@@ -57,20 +57,6 @@ func TestMachineAPIGate(t *testing.T) {
 	}
 }
 
-// The initial authority follows the spec alone, MachineAPI when the spec names none: the rule
-// machine-api-operator's controllers apply, and the one the gate and the sync share.
-func TestInitialAuthority(t *testing.T) {
-	for spec, want := range map[machinev1beta1.MachineAuthority]machinev1beta1.MachineAuthority{
-		"": machinev1beta1.MachineAuthorityMachineAPI,
-		machinev1beta1.MachineAuthorityMachineAPI: machinev1beta1.MachineAuthorityMachineAPI,
-		machinev1beta1.MachineAuthorityClusterAPI: machinev1beta1.MachineAuthorityClusterAPI,
-	} {
-		if got := gate.InitialAuthority(spec); got != want {
-			t.Errorf("InitialAuthority(%q) = %q, want %q", spec, got, want)
-		}
-	}
-}
-
 func TestClusterAPIGate(t *testing.T) {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	d, changed := gate.ClusterAPI(m, &clusterv1.Cluster{}, &m.Status.Conditions)

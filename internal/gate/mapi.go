@@ -9,13 +9,12 @@ package gate
 
 import (
 	"fmt"
-	"maps"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -29,46 +28,6 @@ const (
 	// AuthoritativeAPINotMachineAPIReason means Cluster API owns the object, or it is migrating.
 	AuthoritativeAPINotMachineAPIReason = "AuthoritativeAPINotMachineAPI"
 )
-
-// The openshift/api MachineHealthCheck has no authoritativeAPI fields, so machina carries its
-// authority in annotations: the request (like spec.authoritativeAPI) and the current
-// authority (like status.authoritativeAPI, written by the sync and migration controllers).
-const (
-	MHCAuthoritativeAPIAnnotation       = "machina.dev/authoritative-api"
-	MHCStatusAuthoritativeAPIAnnotation = "machina.dev/status-authoritative-api"
-	// MHCSynchronizedAPIAnnotation is like status.synchronizedAPI: the last stable authority,
-	// which is where a migration started from while the current authority is Migrating.
-	MHCSynchronizedAPIAnnotation = "machina.dev/synchronized-api"
-	// MHCSynchronizedGenerationAnnotation is like status.synchronizedGeneration: the
-	// generation of the authoritative copy the sync controller last made the mirror equal to.
-	MHCSynchronizedGenerationAnnotation = "machina.dev/synchronized-generation"
-)
-
-// SetMHCPaused makes a Machine API MachineHealthCheck carry the cluster.x-k8s.io/paused
-// annotation while its authority (the MHCStatusAuthoritativeAPIAnnotation value) is not
-// MachineAPI, and drop it when it is: machine-api-operator's MachineHealthCheck controller
-// knows nothing of machina's authority annotations and honours only that one, so it would
-// otherwise go on remediating beside the Cluster API's check. It reports whether the
-// annotations changed.
-func SetMHCPaused(o client.Object, authority machinev1beta1.MachineAuthority) bool {
-	a := o.GetAnnotations()
-	_, has := a[clusterv1.PausedAnnotation]
-	want := authority != machinev1beta1.MachineAuthorityMachineAPI
-	if has == want {
-		return false
-	}
-	a = maps.Clone(a)
-	if a == nil {
-		a = map[string]string{}
-	}
-	if want {
-		a[clusterv1.PausedAnnotation] = ""
-	} else {
-		delete(a, clusterv1.PausedAnnotation)
-	}
-	o.SetAnnotations(a)
-	return true
-}
 
 // Decision is the gate's answer.
 type Decision struct {
@@ -87,20 +46,8 @@ type Decision struct {
 	Resumed bool
 }
 
-// InitialAuthority is the status.authoritativeAPI a Machine API Machine or MachineSet starts
-// with, decided from its spec alone as machine-api-operator's controllers decide it: the
-// authority the spec asks for, or MachineAPI when the spec asks for none. Every controller
-// that initialises an empty status (the gate, the sync) uses this one rule, so whichever
-// comes first, the answer is the same.
-func InitialAuthority(spec machinev1beta1.MachineAuthority) machinev1beta1.MachineAuthority {
-	if spec == "" {
-		return machinev1beta1.MachineAuthorityMachineAPI
-	}
-	return spec
-}
-
 // MachineAPI applies the authority gate to a Machine API Machine or MachineSet, changing
-// only its status: an empty status.authoritativeAPI is initialised (InitialAuthority), in
+// only its status: an empty status.authoritativeAPI is initialised (authority.InitialAuthority), in
 // every namespace and whether or not the sync runs, and the Paused condition is set. It
 // reports whether the status changed, so the caller patches status only when needed.
 //
@@ -113,7 +60,7 @@ func MachineAPI(obj client.Object) (Decision, bool, error) {
 	}
 	changed := false
 	if status != nil && *status == "" {
-		*status = InitialAuthority(spec)
+		*status = authority.InitialAuthority(spec)
 		changed = true
 	}
 	d := Decision{Authority: machinev1beta1.MachineAuthorityMachineAPI}
@@ -152,7 +99,7 @@ func authorityFields(obj client.Object) (spec machinev1beta1.MachineAuthority, s
 		return o.Spec.AuthoritativeAPI, &o.Status.AuthoritativeAPI, &o.Status.Conditions, nil
 	case *machinev1beta1.MachineHealthCheck:
 		// Read-only view of the annotation: only the sync controller decides it.
-		st := machinev1beta1.MachineAuthority(o.Annotations[MHCStatusAuthoritativeAPIAnnotation])
+		st := machinev1beta1.MachineAuthority(o.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation])
 		if st == "" {
 			st = machinev1beta1.MachineAuthorityMachineAPI
 		}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,7 +172,7 @@ func (c *CAPA) Stop() {
 	_ = c.lab.removeCAPAWebhooks(ctx)
 	if c.proc != nil {
 		c.proc.stop(15 * time.Second)
-		c.lab.procs = slices.DeleteFunc(c.lab.procs, func(p *process) bool { return p == c.proc })
+		c.lab.removeProc(c.proc)
 	}
 	c.lab.waitCAPAWebhooksGone(ctx)
 }

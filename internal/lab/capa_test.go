@@ -70,7 +70,7 @@ func TestCAPAStartsAsItself(t *testing.T) {
 	capa := startCAPA(t, l, cloud.Server.EC2(), "")
 	ctx := context.Background()
 
-	resp, err := http.Get(capa.HealthURL) //nolint:gosec // the lab's own loopback endpoint
+	resp, err := http.Get(capa.HealthURL)
 	if err != nil {
 		t.Fatal(err)
 	}

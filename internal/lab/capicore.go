@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -115,7 +114,7 @@ func (c *CAPICore) Stop() {
 		return
 	}
 	c.proc.stop(15 * time.Second)
-	c.lab.procs = slices.DeleteFunc(c.lab.procs, func(p *process) bool { return p == c.proc })
+	c.lab.removeProc(c.proc)
 	c.proc = nil
 }
 

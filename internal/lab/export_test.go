@@ -1,5 +1,10 @@
 package lab
 
+import (
+	"net"
+	"strings"
+)
+
 // WithCAPAExtraArgs returns opts with args appended to CAPA's flags.
 func WithCAPAExtraArgs(opts CAPAOptions, args ...string) CAPAOptions {
 	opts.extraArgs = append(append([]string{}, opts.extraArgs...), args...)
@@ -15,4 +20,32 @@ func WithMAOExtraArgs(opts MAOOptions, name string, args ...string) MAOOptions {
 	extra[name] = append(extra[name], args...)
 	opts.extraArgs = extra
 	return opts
+}
+
+// EtcdURL returns the lab's etcd client URL.
+func (l *Lab) EtcdURL() string { return l.component("etcd").url }
+
+// EtcdPost calls etcd's JSON gRPC gateway.
+var EtcdPost = etcdPost
+
+// HoldPortOnRestart makes the next restart find the component's port taken at its first
+// attempt and free at its second; attempts reports how many it made and whether the port
+// could be held.
+func (l *Lab) HoldPortOnRestart() (attempts func() (int, error)) {
+	var n int
+	var ln net.Listener
+	var err error
+	l.beforeRespawn = func(old *process, attempt int) {
+		n = attempt + 1
+		switch attempt {
+		case 0:
+			ln, err = net.Listen("tcp", old.url[strings.Index(old.url, "//")+2:])
+		case 1:
+			if ln != nil {
+				ln.Close()
+			}
+			l.beforeRespawn = nil
+		}
+	}
+	return func() (int, error) { return n, err }
 }

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -43,6 +45,11 @@ type Options struct {
 	// Profiling serves the kube-apiserver's /debug/pprof/ endpoints (to the administrator)
 	// for benchmarks; off otherwise.
 	Profiling bool
+	// AuditLog makes the kube-apiserver write a JSON-lines audit log to <Dir>/logs/audit.log
+	// (AuditLogPath, ReadAudit): every mutating request (create, update, patch, delete,
+	// deletecollection) on every resource, leases included, at level Metadata and only at
+	// stage ResponseComplete; no reads.
+	AuditLog bool
 	// Progress receives human-readable progress (binary builds, component starts). Optional.
 	Progress io.Writer
 }
@@ -56,9 +63,14 @@ type Lab struct {
 	// Dir is the lab's state directory.
 	Dir string
 
-	pki    *pki
-	procs  []*process // in start order
-	denied denials    // RBAC refusals of ManagerConfig clients
+	pki      *pki
+	mu       sync.Mutex // guards procs
+	procs    []*process // in start order
+	restarts sync.Mutex // one restart or compaction at a time
+	denied   denials    // RBAC refusals of ManagerConfig clients
+	auditLog string     // the audit log's path, when Options.AuditLog
+
+	beforeRespawn func(old *process, attempt int) // a test's hook into restarts
 }
 
 // Start brings up the control plane and installs the CRDs. If ctx is cancelled during start,
@@ -106,6 +118,9 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lab: etcd %s ready at %s\n", EtcdVersion, etcdURL)
+	if opts.AuditLog {
+		l.auditLog = filepath.Join(dir, "logs", "audit.log")
+	}
 	host, err := l.startAPIServer(ctx, bins.KubeAPIServer, etcdURL, opts.Profiling)
 	if err != nil {
 		return nil, err
@@ -150,16 +165,21 @@ func (l *Lab) Stop() {
 	if l == nil {
 		return
 	}
-	for i := len(l.procs) - 1; i >= 0; i-- {
-		l.procs[i].stop(15 * time.Second)
+	l.restarts.Lock()
+	defer l.restarts.Unlock()
+	procs := l.running()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(15 * time.Second)
 	}
+	l.mu.Lock()
 	l.procs = nil
+	l.mu.Unlock()
 }
 
 // PIDs returns the process IDs of the running components.
 func (l *Lab) PIDs() []int {
 	var pids []int
-	for _, p := range l.procs {
+	for _, p := range l.running() {
 		if !p.exited() {
 			pids = append(pids, p.cmd.Process.Pid)
 		}
@@ -167,11 +187,53 @@ func (l *Lab) PIDs() []int {
 	return pids
 }
 
-// Failed returns an error if any component has exited on its own.
+// Failed returns an error if any component has exited on its own. A component the lab killed
+// to restart it (RestartAPIServer, RestartEtcd) is not reported.
 func (l *Lab) Failed() error {
-	for _, p := range l.procs {
-		if p.exited() {
+	for _, p := range l.running() {
+		if p.exited() && !p.killed.Load() {
 			return p.failure()
+		}
+	}
+	return nil
+}
+
+// running returns a copy of the component list.
+func (l *Lab) running() []*process {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*process(nil), l.procs...)
+}
+
+// addProc appends p to the component list.
+func (l *Lab) addProc(p *process) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.procs = append(l.procs, p)
+}
+
+// removeProc drops p from the component list.
+func (l *Lab) removeProc(p *process) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.procs = slices.DeleteFunc(l.procs, func(q *process) bool { return q == p })
+}
+
+// replaceProc puts p where old was in the component list.
+func (l *Lab) replaceProc(old, p *process) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.procs, old); i >= 0 {
+		l.procs[i] = p
+	}
+}
+
+// component returns the newest component named name, or nil.
+func (l *Lab) component(name string) *process {
+	procs := l.running()
+	for i := len(procs) - 1; i >= 0; i-- {
+		if procs[i].name == name {
+			return procs[i]
 		}
 	}
 	return nil
@@ -196,10 +258,8 @@ func (l *Lab) UserConfig(user string, groups ...string) (*rest.Config, error) {
 }
 
 func (l *Lab) host() string {
-	for _, p := range l.procs {
-		if p.name == "kube-apiserver" {
-			return p.url
-		}
+	if p := l.component("kube-apiserver"); p != nil {
+		return p.url
 	}
 	return ""
 }
@@ -250,12 +310,12 @@ func (l *Lab) startWithPorts(ctx context.Context, name string, nports int, launc
 		if err != nil {
 			return nil, err
 		}
-		l.procs = append(l.procs, p)
+		l.addProc(p)
 		if lastErr = healthy(p); lastErr == nil {
 			return p, nil
 		}
 		p.stop(5 * time.Second)
-		l.procs = l.procs[:len(l.procs)-1]
+		l.removeProc(p)
 		if ctx.Err() != nil || !strings.Contains(tail(p.logPath, 40), "address already in use") {
 			return nil, lastErr
 		}
@@ -280,11 +340,18 @@ func (l *Lab) startEtcd(ctx context.Context, bin string, fastDisk bool) (string,
 		if fastDisk {
 			args = append(args, "--unsafe-no-fsync=true")
 		}
-		return startProcess("etcd", filepath.Join(l.Dir, "logs", "etcd.log"), bin, args...)
-	}, func(p *process) error {
-		return waitHealthy(ctx, p, &http.Client{Timeout: 2 * time.Second}, url+"/health", `"health":"true"`, 60*time.Second)
-	})
+		p, err := startProcess("etcd", filepath.Join(l.Dir, "logs", "etcd.log"), bin, args...)
+		if p != nil {
+			p.url = url
+		}
+		return p, err
+	}, func(p *process) error { return etcdHealthy(ctx, p) })
 	return url, err
+}
+
+// etcdHealthy waits until etcd p reports itself healthy.
+func etcdHealthy(ctx context.Context, p *process) error {
+	return waitHealthy(ctx, p, &http.Client{Timeout: 2 * time.Second}, p.url+"/health", `"health":"true"`, 60*time.Second)
 }
 
 // apiServerGC is the kube-apiserver's garbage collector setting, unless the environment sets
@@ -319,22 +386,32 @@ func (l *Lab) startAPIServer(ctx context.Context, bin, etcdURL string, profiling
 			"--profiling=" + strconv.FormatBool(profiling),
 			"--v=1",
 		}
+		if l.auditLog != "" {
+			audit, err := l.auditArgs()
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, audit...)
+		}
 		p, err := startProcessEnv("kube-apiserver", filepath.Join(l.Dir, "logs", "kube-apiserver.log"), bin, apiServerGC(), args...)
 		if p != nil {
 			p.url = "https://127.0.0.1:" + strconv.Itoa(ports[0])
 		}
 		return p, err
-	}, func(p *process) error {
-		admin, err := l.pki.clientTLS("machina-admin", "system:masters")
-		if err != nil {
-			return err
-		}
-		return waitHealthy(ctx, p, admin, p.url+"/readyz", "ok", 90*time.Second)
-	})
+	}, func(p *process) error { return l.apiServerReady(ctx, p) })
 	if err != nil {
 		return "", err
 	}
 	return p.url, nil
+}
+
+// apiServerReady waits until kube-apiserver p answers /readyz.
+func (l *Lab) apiServerReady(ctx context.Context, p *process) error {
+	admin, err := l.pki.clientTLS("machina-admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	return waitHealthy(ctx, p, admin, p.url+"/readyz", "ok", 90*time.Second)
 }
 
 func (l *Lab) startControllerManager(ctx context.Context, bin string, grace time.Duration) error {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,7 +138,7 @@ func (m *MAO) Stop() {
 	for i := len(m.procs) - 1; i >= 0; i-- {
 		p := m.procs[i]
 		p.stop(15 * time.Second)
-		m.lab.procs = slices.DeleteFunc(m.lab.procs, func(q *process) bool { return q == p })
+		m.lab.removeProc(p)
 	}
 	m.procs = nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,9 +26,11 @@ type process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
-	url     string // where the component serves, when it does
+	url     string   // where the component serves, when it does
+	env     []string // added to the inherited environment
 	done    chan struct{}
 	err     error
+	killed  atomic.Bool // the lab killed it on purpose (a restart): not a failure
 }
 
 func startProcess(name, logPath, binary string, args ...string) (*process, error) {
@@ -50,7 +53,7 @@ func startProcessEnv(name, logPath, binary string, env []string, args ...string)
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -86,6 +89,22 @@ func (p *process) stop(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// kill SIGKILLs the process and waits for it to end; Lab.Failed does not report it.
+func (p *process) kill() {
+	p.killed.Store(true)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// respawn starts the same command line again: same binary, arguments and environment.
+func (p *process) respawn() (*process, error) {
+	q, err := startProcessEnv(p.name, p.logPath, p.cmd.Path, p.env, p.cmd.Args[1:]...)
+	if q != nil {
+		q.url = p.url
+	}
+	return q, err
 }
 
 func tail(path string, n int) string {

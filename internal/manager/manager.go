@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -36,23 +38,16 @@ type Group struct {
 	// MachineAPIKinds are the providerSpec kinds whose Machine API Machine controller the
 	// group runs. New gathers those of the selected groups into Env.MachineAPIKinds.
 	MachineAPIKinds []string
+	// AddFlags, when set, registers the group's own command-line flags (a cloud's endpoint,
+	// the webhook's address): settings only this group reads, kept in the group's own
+	// options rather than in Env. The flags are registered whether or not the group is
+	// selected, so --help lists them all.
+	AddFlags func(fs *pflag.FlagSet)
 }
 
-// Env is what a Group needs beyond the manager itself.
+// Env is what the groups share beyond the manager itself. A setting only one group reads
+// belongs to that group's options (Group.AddFlags), so this package names no cloud.
 type Env struct {
-	// CloudURL is the simulated cloud's endpoint, for the simulated provider's controllers.
-	CloudURL string
-	// AWSEndpoint overrides the EC2 endpoint URL of the Machine API AWS actuator (group
-	// "aws"); empty leaves it to the AWS SDK's standard resolution (AWS_ENDPOINT_URL_EC2,
-	// AWS_ENDPOINT_URL, the shared config file, the region's public endpoint).
-	AWSEndpoint string
-	// AWSELBEndpoint and AWSELBv2Endpoint likewise override the classic and v2 Elastic Load
-	// Balancing endpoints the actuator registers control-plane Machines with.
-	AWSELBEndpoint, AWSELBv2Endpoint string
-	// AWSCredentials sign the AWS actuator's calls for Machines whose providerSpec names no
-	// credentialsSecret; nil means the SDK's default chain (environment, shared files, web
-	// identity, instance metadata).
-	AWSCredentials aws.CredentialsProvider
 	// Resync is how often controllers look at healthy objects without an event (each
 	// controller's default when zero). Tests shorten it.
 	Resync time.Duration
@@ -64,8 +59,6 @@ type Env struct {
 	// spec.replicas the sync carries over to an authoritative Machine API MachineSet;
 	// DefaultAutoscalerFieldManager when empty.
 	AutoscalerFieldManager string
-	// Webhook configures the admission webhook of the "admission" group.
-	Webhook WebhookEnv
 	// MachineAPIKinds is set by New: the providerSpec kinds whose Machine API Machine
 	// controller runs in this process (the selected groups' Group.MachineAPIKinds). The
 	// Machine API MachineSet creates such Machines with that controller's finalizer, which
@@ -89,17 +82,6 @@ func (e Env) ProviderRegistry() *provider.Registry {
 	return e.Providers
 }
 
-// WebhookEnv says where the admission webhook listens and how the apiserver reaches it.
-type WebhookEnv struct {
-	// ListenAddr is the HTTPS address; 127.0.0.1:0 when empty (an apiserver on this host).
-	ListenAddr string
-	// Service is "namespace/name:port" of the Service in front of the manager in a cluster;
-	// empty means the apiserver calls https://<ListenAddr> directly.
-	Service string
-	// CertDir may hold tls.crt, tls.key and ca.crt; otherwise a self-signed one is made.
-	CertDir string
-}
-
 // DefaultAutoscalerFieldManager is the field manager the cluster autoscaler's writes carry
 // (derived from its User-Agent).
 const DefaultAutoscalerFieldManager = "cluster-autoscaler"
@@ -114,8 +96,8 @@ func (e Env) AutoscalerManager() string {
 
 // The namespaces OpenShift uses for each API.
 const (
-	DefaultMachineAPINamespace = "openshift-machine-api"
-	DefaultClusterAPINamespace = "openshift-cluster-api"
+	DefaultMachineAPINamespace = authority.DefaultMachineAPINamespace
+	DefaultClusterAPINamespace = authority.DefaultClusterAPINamespace
 )
 
 // Namespaces returns the namespace pair with defaults applied.
@@ -197,8 +179,13 @@ type Options struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	Groups                  []Group
-	Env                     Env
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election (defaults below,
+	// used for zero): see LeaderElectionTiming.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	Groups        []Group
+	Env           Env
 }
 
 // Leader election holds a Lease in the manager's namespace (machina-system when installed from config/).
@@ -232,7 +219,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease := 15 * time.Second
+	lease, renew, retry, err := o.leaderElectionTiming()
+	if err != nil {
+		return nil, err
+	}
 	// The scheme has every registered platform's types: the sync writes the converter's
 	// typed InfraMachines and templates of whichever platform a Machine is on.
 	s, err := o.Env.ProviderRegistry().Scheme()
@@ -240,7 +230,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        s,
+		Scheme: s,
+		// The one client every controller writes through remembers the versions its own
+		// locked patches replaced, so a pass working from a cache that has not yet seen
+		// them sends no patch doomed to conflict (internal/patch, superseded.go).
+		NewClient:                     patch.NewClientWithWriteRecord,
 		Cache:                         cacheOptions(),
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.HealthProbeAddr,
@@ -249,6 +243,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &lease,
+		RenewDeadline:                 &renew,
+		RetryPeriod:                   &retry,
 		// A process may run a manager again after stopping one (tests, crash simulations).
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -77,7 +77,8 @@ func TestSelect(t *testing.T) {
 }
 
 // The manager package knows groups only as values: it imports no controller package (nor
-// the operator metrics, which read the sync's conditions).
+// the operator metrics, which read the sync's conditions), and no cloud's SDK: a setting only
+// one group reads is that group's own (Group.AddFlags).
 func TestManagerImportsNoController(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/machina-dev/machina/internal/manager").CombinedOutput()
 	if err != nil {
@@ -91,6 +92,15 @@ func TestManagerImportsNoController(t *testing.T) {
 		rel, ours := strings.CutPrefix(d, "github.com/machina-dev/machina/internal/")
 		if ours && (strings.HasPrefix(rel, "controllers") || rel == "authorityhook" || rel == "opsmetrics") {
 			t.Errorf("internal/manager depends on %s", d)
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "github.com/machina-dev/machina/internal/manager").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.Contains(imp, "/aws-sdk-go") {
+			t.Errorf("internal/manager imports %s", imp)
 		}
 	}
 }

@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
 // The conditions the health reads on Machine API resources: the sync's and the migration's
-// (synccommon.SynchronizedCondition, migration.MigrationCondition; named here, as this
+// (authority.SynchronizedCondition, migration.MigrationCondition; named here, as this
 // package sits below both).
 const (
 	synchronizedCondition machinev1beta1.ConditionType = "Synchronized"
@@ -152,11 +152,11 @@ func authorities(o client.Object) (requested, current string) {
 	case *machinev1beta1.MachineSet:
 		return string(x.Spec.AuthoritativeAPI), string(x.Status.AuthoritativeAPI)
 	case *machinev1beta1.MachineHealthCheck:
-		current = x.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
+		current = x.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation]
 		if current == "" {
 			current = string(machinev1beta1.MachineAuthorityMachineAPI)
 		}
-		return x.Annotations[gate.MHCAuthoritativeAPIAnnotation], current
+		return x.Annotations[authority.MHCAuthoritativeAPIAnnotation], current
 	}
 	return "", ""
 }

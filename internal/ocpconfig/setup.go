@@ -24,7 +24,7 @@ var (
 
 // Setup puts a group of the sync or the migration under the cluster's FeatureGate and adds
 // its ClusterOperator condition (see the package comment). check is what the group verifies
-// before its controllers first start (synccommon.CheckMachineAPICRDs): at once when the gate
+// before its controllers first start (authority.CheckMachineAPICRDs): at once when the gate
 // lets the group run at start, so that its error fails the group's setup as before, or when
 // the gate opens later. The group adds its controllers to the returned manager.
 func Setup(mgr ctrl.Manager, env manager.Env, p Part, check func(context.Context) error) (ctrl.Manager, error) {

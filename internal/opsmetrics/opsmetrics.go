@@ -24,8 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/manager"
 )
 
@@ -169,7 +168,7 @@ func (s *scrape) machineAPIMachines(machines map[machineKey]float64) {
 	s.authorityOf["Machine"] = map[string]string{}
 	for i := range mm.Items {
 		m := &mm.Items[i]
-		auth := authority(m.Status.AuthoritativeAPI)
+		auth := authorityLabel(m.Status.AuthoritativeAPI)
 		s.authorityOf["Machine"][m.Name] = auth
 		machines[machineKey{"machine.openshift.io", phase(ptr.Deref(m.Status.Phase, "")), auth}]++
 		countConditions(s.notSynced, "Machine", m.Status.Conditions)
@@ -188,7 +187,7 @@ func (s *scrape) machineAPIMachineSets() {
 	s.authorityOf["MachineSet"] = map[string]string{}
 	for i := range ms.Items {
 		m := &ms.Items[i]
-		s.authorityOf["MachineSet"][m.Name] = authority(m.Status.AuthoritativeAPI)
+		s.authorityOf["MachineSet"][m.Name] = authorityLabel(m.Status.AuthoritativeAPI)
 		countConditions(s.notSynced, "MachineSet", m.Status.Conditions)
 		if m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != m.Status.AuthoritativeAPI {
 			s.pending["MachineSet"]++
@@ -205,11 +204,11 @@ func (s *scrape) machineAPIHealthChecks() {
 	for i := range mhcs.Items {
 		h := &mhcs.Items[i]
 		countConditions(s.notSynced, "MachineHealthCheck", h.Status.Conditions)
-		current := h.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]
+		current := h.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation]
 		if current == "" {
 			current = string(machinev1beta1.MachineAuthorityMachineAPI)
 		}
-		if want := h.Annotations[gate.MHCAuthoritativeAPIAnnotation]; want != "" && want != current {
+		if want := h.Annotations[authority.MHCAuthoritativeAPIAnnotation]; want != "" && want != current {
 			s.pending["MachineHealthCheck"]++
 		}
 	}
@@ -235,7 +234,7 @@ func (s *scrape) clusterAPIMachines(machines map[machineKey]float64) *clusterv1.
 
 func countConditions(into map[condKey]float64, kind string, conds []machinev1beta1.Condition) {
 	for _, c := range conds {
-		if c.Type == synccommon.SynchronizedCondition && c.Status == corev1.ConditionFalse {
+		if c.Type == authority.SynchronizedCondition && c.Status == corev1.ConditionFalse {
 			into[condKey{kind, c.Reason}]++
 		}
 	}
@@ -248,7 +247,7 @@ func phase(p string) string {
 	return p
 }
 
-func authority(a machinev1beta1.MachineAuthority) string {
+func authorityLabel(a machinev1beta1.MachineAuthority) string {
 	if a == "" {
 		return "Undecided"
 	}

@@ -23,8 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -38,7 +37,7 @@ func mapiMachine(name, phase string, spec, status machinev1beta1.MachineAuthorit
 		m.Status.Phase = ptr.To(phase)
 	}
 	if synced != "" {
-		m.Status.Conditions = []machinev1beta1.Condition{{Type: synccommon.SynchronizedCondition, Status: synced, Reason: map[corev1.ConditionStatus]string{
+		m.Status.Conditions = []machinev1beta1.Condition{{Type: authority.SynchronizedCondition, Status: synced, Reason: map[corev1.ConditionStatus]string{
 			corev1.ConditionTrue: "ResourceSynchronized", corev1.ConditionFalse: "ConversionFailed"}[synced]}}
 	}
 	return m
@@ -62,7 +61,7 @@ func TestCollector(t *testing.T) {
 			Spec:   machinev1beta1.MachineSetSpec{AuthoritativeAPI: machinev1beta1.MachineAuthorityClusterAPI},
 			Status: machinev1beta1.MachineSetStatus{AuthoritativeAPI: machinev1beta1.MachineAuthorityMachineAPI}},
 		&machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: mapiNS,
-			Annotations: map[string]string{gate.MHCAuthoritativeAPIAnnotation: "MachineAPI"}}},
+			Annotations: map[string]string{authority.MHCAuthoritativeAPIAnnotation: "MachineAPI"}}},
 		// Objects in other namespaces are not counted.
 		&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}},
 	}

@@ -56,9 +56,9 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	if empty, err := lockOnly(data); empty || err != nil {
 		return false, err
 	}
-	key, keyed := keyOf(c, base) // superseded.go
-	if keyed {
-		if err := key.outdated(base.GetResourceVersion()); err != nil {
+	rec, key, recorded := recordOf(c, base) // superseded.go
+	if recorded {
+		if err := rec.outdated(key, base.GetResourceVersion()); err != nil {
 			return false, err
 		}
 	}
@@ -68,8 +68,8 @@ func store(ctx context.Context, c client.Client, obj, base client.Object, status
 	} else {
 		err = c.Patch(ctx, obj, p)
 	}
-	if err == nil && keyed {
-		key.replaced(base.GetResourceVersion(), obj.GetResourceVersion())
+	if err == nil && recorded {
+		rec.replaced(key, base.GetResourceVersion(), obj.GetResourceVersion())
 	}
 	return true, err
 }

@@ -229,15 +229,17 @@ const ConflictRetry = 200 * time.Millisecond
 // removed), and there is nothing left to write; a conflict, here or in an earlier Patch of
 // the pass, means the reconcile worked from a stale copy, so nothing more is written and it
 // runs again quietly on the newer one; any other error joins retErr. When retErr is set,
-// the result is cleared, as controller-runtime ignores it anyway.
-func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result, retErr *error, opts ...Option) {
+// the result is cleared, as controller-runtime ignores it anyway. It reports whether obj is
+// stored as the pass left it (written, or nothing to write), which is when events telling of
+// the pass's changes are true.
+func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result, retErr *error, opts ...Option) bool {
 	if h.stale {
 		if *retErr == nil || apierrors.IsConflict(*retErr) {
 			*res, *retErr = ctrl.Result{RequeueAfter: ConflictRetry}, nil
 		} else {
 			*res = ctrl.Result{}
 		}
-		return
+		return false
 	}
 	err := h.Patch(ctx, obj, opts...)
 	switch {
@@ -251,4 +253,5 @@ func (h *Helper) Finish(ctx context.Context, obj client.Object, res *ctrl.Result
 	if *retErr != nil {
 		*res = ctrl.Result{}
 	}
+	return err == nil
 }

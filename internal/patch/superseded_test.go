@@ -6,16 +6,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // A patch locked to a version this process's own write replaced is not sent: it fails at once
 // with the conflict the API server would answer. A fresh copy, another client, or a record
-// older than supersededFor are not affected.
+// older than supersededFor are not affected; a client without a record sends every patch.
 func TestPatchOfReplacedVersionNotSent(t *testing.T) {
 	ctx := context.Background()
 	var w writes
-	c := &pointerClient{fakeClient(t, storedMachine(), &w)}
+	c := WithWriteRecord(fakeClient(t, storedMachine(), &w))
 	stale := read(t, c)
 	fresh := stale.DeepCopy()
 	if wrote, err := EnsureFinalizer(ctx, c, fresh, fin); err != nil || !wrote {
@@ -33,7 +32,7 @@ func TestPatchOfReplacedVersionNotSent(t *testing.T) {
 
 	// Another client (another manager, another API server) keeps its own record.
 	var w2 writes
-	c2 := &pointerClient{fakeClient(t, storedMachine(), &w2)}
+	c2 := WithWriteRecord(fakeClient(t, storedMachine(), &w2))
 	other := read(t, c2)
 	if other.ResourceVersion != stale.ResourceVersion {
 		t.Fatalf("the two stores start at %s and %s: the case needs the same version", other.ResourceVersion, stale.ResourceVersion)
@@ -44,12 +43,12 @@ func TestPatchOfReplacedVersionNotSent(t *testing.T) {
 
 	// Past supersededFor the record is not trusted: the patch of the replaced version goes
 	// out, and the API server answers it.
-	clock = func() time.Time { return time.Now().Add(supersededFor + time.Second) }
-	t.Cleanup(func() { clock = time.Now })
+	rec := c.(*recordingClient).rec
+	rec.clock = func() time.Time { return time.Now().Add(supersededFor + time.Second) }
 	if _, err := LockedStatus(ctx, c, stale, setPhase("Failed")); !apierrors.IsConflict(err) || w.status != 1 {
 		t.Fatalf("after %s: err %v, %d status patch(es); want the API server's conflict", supersededFor, err, w.status)
 	}
-	clock = time.Now
+	rec.clock = time.Now
 
 	// A fresh copy goes out.
 	cur := read(t, c)
@@ -58,14 +57,18 @@ func TestPatchOfReplacedVersionNotSent(t *testing.T) {
 	}
 }
 
-// pointerClient: the managers' clients are pointers, the fake client with interceptors is not
-// (and holds functions, so it cannot be a key: nothing is remembered for it).
-type pointerClient struct{ client.Client }
-
-func TestNoRecordForAClientThatIsNoPointer(t *testing.T) {
+// A client without a record (any client not made by WithWriteRecord) sends the patch of a
+// replaced version, and the API server answers it.
+func TestNoRecordWithoutWithWriteRecord(t *testing.T) {
+	ctx := context.Background()
 	var w writes
 	c := fakeClient(t, storedMachine(), &w)
-	if _, ok := keyOf(c, read(t, c)); ok {
-		t.Fatalf("a key for a %T", c)
+	stale := read(t, c)
+	fresh := stale.DeepCopy()
+	if _, err := EnsureFinalizer(ctx, c, fresh, fin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockedStatus(ctx, c, stale, func() bool { stale.Status.Phase = "Running"; return true }); !apierrors.IsConflict(err) || w.status != 1 {
+		t.Fatalf("err %v, %d status patch(es); want the API server's conflict to one patch", err, w.status)
 	}
 }

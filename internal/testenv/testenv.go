@@ -28,6 +28,8 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/kubelet"
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers"
+	"github.com/machina-dev/machina/internal/controllers/aws"
+	"github.com/machina-dev/machina/internal/controllers/sim"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
@@ -73,8 +75,8 @@ type Options struct {
 	// CatalogueFile extends the simulated cloud's catalogue (server.Options.CatalogueFile).
 	CatalogueFile string
 	// EC2 also serves the cloud's EC2 front and points the manager's AWS provider (group
-	// "aws") at it with the lab key pair (manager.Env AWSEndpoint, AWSELBEndpoint,
-	// AWSELBv2Endpoint, AWSCredentials); the process environment is left alone.
+	// "aws") at it with the lab key pair (the group's aws.Options); the process environment
+	// is left alone.
 	EC2 bool
 	// ProviderCRDs are platforms whose InfraMachine, InfraMachineTemplate and InfraCluster
 	// CRDs are installed from their Go modules before the manager starts (the controllers
@@ -114,7 +116,13 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := controllers.Select(o.Groups)
+	settings := &controllers.Settings{Sim: sim.Options{CloudURL: srv.URL()}}
+	if ec2srv := srv.EC2(); ec2srv != nil {
+		u := ec2srv.URL()
+		settings.AWS = aws.Options{Endpoint: u, ELBEndpoint: u + ec2.PathELB, ELBv2Endpoint: u + ec2.PathELBv2,
+			Credentials: credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")}
+	}
+	groups, err := controllers.Select(settings, o.Groups)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +152,7 @@ func (e *Env) StartManager() {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	env := manager.Env{CloudURL: e.Server.URL(), Resync: e.resync}
-	if e.EC2URL != "" {
-		env.AWSEndpoint, env.AWSELBEndpoint, env.AWSELBv2Endpoint = e.EC2URL, e.EC2URL+ec2.PathELB, e.EC2URL+ec2.PathELBv2
-		env.AWSCredentials = credentials.NewStaticCredentialsProvider(ec2.LabAccessKeyID, ec2.LabSecretAccessKey, "")
-	}
+	env := manager.Env{Resync: e.resync}
 	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthProbeAddr: "0", Groups: e.groups, Env: env})
 	if err != nil {
 		e.T.Fatal(err)

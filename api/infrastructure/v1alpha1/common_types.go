@@ -30,6 +30,8 @@ const (
 	CloudErrorReason = "CloudError"
 	// InvalidConfigurationReason: the spec names something the cloud does not know.
 	InvalidConfigurationReason = "InvalidConfiguration"
+	// MachineDeletingReason: the owning Machine is being deleted, so no instance is launched.
+	MachineDeletingReason = "MachineDeleting"
 )
 
 // Initialization follows the Cluster API v1beta2 contract's status.initialization.

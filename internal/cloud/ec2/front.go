@@ -172,13 +172,14 @@ const (
 func (f *Front) Region() string { return f.net.region }
 
 // ExportLine is one shell line that points AWS SDKs and the aws CLI at the front with the
-// first configured credential.
+// first configured credential. The region is set twice: the SDKs read AWS_REGION, the aws
+// CLI v1 only AWS_DEFAULT_REGION ("You must specify a region" without it).
 func (f *Front) ExportLine() string {
 	c := f.opts.Credentials[0]
 	u := f.URL()
-	return fmt.Sprintf("export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s AWS_ENDPOINT_URL_EC2=%s "+
+	return fmt.Sprintf("export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ENDPOINT_URL_EC2=%s "+
 		"AWS_ENDPOINT_URL_STS=%s AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING=%s AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2=%s",
-		c.AccessKeyID, c.SecretAccessKey, f.net.region, u, u+PathSTS, u+PathELB, u+PathELBv2)
+		c.AccessKeyID, c.SecretAccessKey, f.net.region, f.net.region, u, u+PathSTS, u+PathELB, u+PathELBv2)
 }
 
 // service is one Query API on the front.

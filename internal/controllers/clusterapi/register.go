@@ -1,6 +1,7 @@
-// Package clusterapi registers the Cluster API controller group: the Cluster and Machine
-// controllers of cluster.x-k8s.io/v1beta2. They work with any infrastructure or bootstrap
-// provider that follows the Cluster API contract (v1beta2 or v1beta1).
+// Package clusterapi registers the Cluster API controller group: the Cluster, Machine,
+// MachineSet, MachineDeployment, MachineHealthCheck and MachinePool controllers of
+// cluster.x-k8s.io/v1beta2. They work with any infrastructure or bootstrap provider that
+// follows the Cluster API contract (v1beta2 or v1beta1).
 package clusterapi
 
 import (

@@ -23,7 +23,7 @@ import (
 	"github.com/machina-dev/machina/internal/cloud/server"
 	"github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
-	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
+	"github.com/machina-dev/machina/internal/controllers/sim"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -34,7 +34,7 @@ const ns = "default"
 var env *testenv.Env
 
 func startEnv(t *testing.T) *testenv.Env {
-	return testenv.Start(t, testenv.Options{Groups: machineapi.GroupName,
+	return testenv.Start(t, testenv.Options{Groups: machineapi.GroupName + "," + sim.GroupName,
 		Delays: server.Delays{Pending: 300 * time.Millisecond, ShuttingDown: 300 * time.Millisecond}})
 }
 
@@ -136,15 +136,14 @@ func testProvision(t *testing.T) {
 	create(t, e, m)
 	waitPhase(t, e, "provision", machinev1beta1.PhaseRunning, 60*time.Second)
 	// NodeLink marks the Machine Running with its Node; the Machine controller's next pass
-	// records the instance's running state and provider status.
+	// records the instance's running state. (What the simulated actuator records besides,
+	// providerStatus and the instance-type, region and zone labels, is TestSim's.)
 	e.Eventually(30*time.Second, "instance-state running", func(ctx context.Context) (bool, string, error) {
 		var err error
 		if m, err = get(ctx, e, "provision"); err != nil {
 			return false, err.Error(), nil
 		}
-		st, _ := simactuator.ProviderStatus(m)
-		return m.Annotations[machine.InstanceStateAnnotation] == "running" && st != nil && st.InstanceState == "running",
-			m.Annotations[machine.InstanceStateAnnotation], nil
+		return m.Annotations[machine.InstanceStateAnnotation] == "running", m.Annotations[machine.InstanceStateAnnotation], nil
 	})
 
 	if m.Status.NodeRef == nil || m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, "sim://sim-east-1/sim-east-1a/") {
@@ -152,13 +151,6 @@ func testProvision(t *testing.T) {
 	}
 	if len(m.Status.Addresses) == 0 || m.Annotations[machine.InstanceStateAnnotation] != "running" {
 		t.Fatalf("addresses %v, instance-state %q", m.Status.Addresses, m.Annotations[machine.InstanceStateAnnotation])
-	}
-	if m.Labels[simactuator.LabelInstanceType] != "s1.large" || m.Labels[simactuator.LabelZone] != "sim-east-1a" {
-		t.Errorf("provider labels missing: %v", m.Labels)
-	}
-	st, err := simactuator.ProviderStatus(m)
-	if err != nil || st == nil || st.InstanceID == "" || st.InstanceState != "running" {
-		t.Errorf("providerStatus %+v %v", st, err)
 	}
 	if !mapicond.IsTrue(m.Status.Conditions, machinev1beta1.InstanceExistsCondition) {
 		t.Errorf("InstanceExists: %s", condition(m, machinev1beta1.InstanceExistsCondition))
@@ -186,8 +178,8 @@ func testProvision(t *testing.T) {
 	if !found {
 		t.Errorf("taint not applied: %v", node.Spec.Taints)
 	}
-	if n := len(e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))); n != 1 {
-		t.Errorf("%d instances for one Machine", n)
+	if inst := e.MachineInstances(m); len(inst) != 1 || inst[0].ProviderID != *m.Spec.ProviderID || inst[0].State != api.StateRunning {
+		t.Errorf("instances of the Machine (provider ID %s): %+v", *m.Spec.ProviderID, inst)
 	}
 	// The Machine's events tell its story: created (Provisioning -> Provisioned), then Running
 	// once NodeLink linked its Node.
@@ -215,7 +207,7 @@ func testProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, e, "provision", 60*time.Second)
-	inst := e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))
+	inst := e.MachineInstances(m)
 	if len(inst) != 1 || inst[0].State != api.StateTerminated {
 		t.Errorf("instance after deletion: %+v", inst)
 	}
@@ -286,7 +278,7 @@ func testHooksAndDrain(t *testing.T) {
 
 	// The preTerminate hook holds the instance.
 	waitCondition(t, e, "hooks", machinev1beta1.MachineTerminable, corev1.ConditionFalse, machine.HookPresentReason)
-	if inst := e.InstancesTagged(simactuator.TagMachineUID, string(m.UID)); len(inst) != 1 || inst[0].State != api.StateRunning {
+	if inst := e.MachineInstances(m); len(inst) != 1 || inst[0].State != api.StateRunning {
 		t.Fatalf("instance must keep running while a preTerminate hook is present: %+v", inst)
 	}
 	removeHooks(t, e, "hooks", false, true)
@@ -354,7 +346,7 @@ func testVanished(t *testing.T) {
 	m := newMachine("vanish", nil)
 	create(t, e, m)
 	m = waitPhase(t, e, "vanish", machinev1beta1.PhaseRunning, 60*time.Second)
-	if _, err := e.Cloud.KillInstances(ctx, api.KillInstancesRequest{Tags: map[string]string{simactuator.TagMachineUID: string(m.UID)}}); err != nil {
+	if _, err := e.Cloud.KillInstances(ctx, api.KillInstancesRequest{InstanceIDs: []string{e.MachineInstance(m).InstanceID}}); err != nil {
 		t.Fatal(err)
 	}
 	m = waitPhase(t, e, "vanish", machinev1beta1.PhaseFailed, 60*time.Second)
@@ -438,7 +430,7 @@ func testPaused(t *testing.T) {
 	if len(m.Finalizers) != 0 || m.Status.Phase != nil || m.Spec.ProviderID != nil {
 		t.Fatalf("a ClusterAPI-authoritative Machine was touched: finalizers %v phase %v providerID %v", m.Finalizers, m.Status.Phase, m.Spec.ProviderID)
 	}
-	if n := len(e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))); n != 0 {
+	if n := len(e.MachineInstances(m)); n != 0 {
 		t.Fatalf("%d instances created for a ClusterAPI-authoritative Machine", n)
 	}
 	if err := e.Client.Delete(ctx, m); err != nil {
@@ -474,7 +466,7 @@ func testRestart(t *testing.T) {
 	if _, err := e.Cloud.DeleteFaults(ctx, f.FaultID); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.InstancesTagged(simactuator.TagMachineUID, string(m.UID))); n != 1 {
+	if n := len(e.MachineInstances(m)); n != 1 {
 		t.Fatalf("%d instances for one Machine after a restart mid-provisioning", n)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
-	"github.com/machina-dev/machina/internal/controllers/sim/simactuator"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
 
@@ -44,7 +43,7 @@ func testManagerNodeProtected(t *testing.T) {
 	if c := mapicond.Get(m.Status.Conditions, machinev1beta1.MachineDrainable); c.Message != want {
 		t.Errorf("Drainable message %q, want %q", c.Message, want)
 	}
-	if inst := e.InstancesTagged(simactuator.TagMachineUID, string(m.UID)); len(inst) != 1 || inst[0].State != api.StateRunning {
+	if inst := e.MachineInstances(m); len(inst) != 1 || inst[0].State != api.StateRunning {
 		t.Fatalf("the manager's instance must keep running: %+v", inst)
 	}
 	var node corev1.Node

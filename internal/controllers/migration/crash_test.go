@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/provider"
@@ -284,9 +284,9 @@ func testCrashAtEachStep(t *testing.T, e *testenv.Env, pc platformCase) {
 		}
 		infraName = in.obj.GetName()
 		return m.Status.Phase != nil && *m.Status.Phase == "Running" && c.Status.Phase == "Running" &&
-				m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+				m.Status.SynchronizedGeneration == m.Generation && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
 				condStatus(m.Status.Conditions, gate.PausedCondition) == "False" && in.paused && !in.providerFinalizer,
-			fmt.Sprintf("phase %v capi %q %s; %s", m.Status.Phase, c.Status.Phase, cond(m, synccommon.SynchronizedCondition), in), nil
+			fmt.Sprintf("phase %v capi %q %s; %s", m.Status.Phase, c.Status.Phase, cond(m, authority.SynchronizedCondition), in), nil
 	})
 	before, err := e.Cloud.Stats(ctx)
 	if err != nil {
@@ -472,7 +472,7 @@ func copyProblems(objs ...client.Object) []string {
 			}
 			seen[f] = true
 		}
-		if !seen[synccommon.SyncFinalizer] {
+		if !seen[authority.SyncFinalizer] {
 			p = append(p, fmt.Sprintf("%T %s lost the sync finalizer: %v", o, o.GetName(), o.GetFinalizers()))
 		}
 		if !o.GetDeletionTimestamp().IsZero() {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -70,13 +70,12 @@ func (r *MachineReconciler) settleDeletion(ctx context.Context, s *machineSubjec
 func (r *MachineReconciler) instanceHanded(ctx context.Context, s *machineSubject) (bool, error) {
 	if ok, why, err := s.infraPaused(ctx, r.client); err != nil || !ok {
 		if err == nil {
-			r.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "deleted during the handover; waiting for the provider to pause before the Machine API carries the deletion out: "+why)
+			_, err = r.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "deleted during the handover; waiting for the provider to pause before the Machine API carries the deletion out: "+why)
 		}
 		return false, err
 	}
 	if _, err := s.handInstance(ctx, r.client); err != nil {
-		r.stepFailed(ctx, s, "giving the Machine API copy its instance", err)
-		return false, err
+		return false, r.stepFailed(ctx, s, "giving the Machine API copy its instance", err)
 	}
 	return true, nil
 }
@@ -130,7 +129,7 @@ func (s *machineSubject) resumeCAPI(ctx context.Context, c client.Client) error 
 		if o == nil || isNil(o) {
 			continue
 		}
-		_, err := patch.Locked(ctx, c, o, func() bool { return synccommon.SetPaused(o, false) })
+		_, err := patch.Locked(ctx, c, o, func() bool { return authority.SetPaused(o, false) })
 		if err := client.IgnoreNotFound(err); err != nil {
 			return err
 		}

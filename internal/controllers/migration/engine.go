@@ -11,6 +11,7 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -112,28 +113,30 @@ func (e *engine) step(ctx context.Context, s subject) (ctrl.Result, error) {
 func (e *engine) start(ctx context.Context, s subject, to, from machinev1beta1.MachineAuthority) (ctrl.Result, error) {
 	obj := s.mapiObject()
 	age := e.pending.observe(obj)
-	if e.refused(ctx, s, from, to) {
-		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	if refused, err := e.refused(ctx, s, from, to); refused || err != nil {
+		return ctrl.Result{RequeueAfter: PendingRetry}, err
 	}
 	if ok, why := s.synchronized(); !ok {
-		if mapicond.IsTrue(*s.conditions(), synccommon.SynchronizedCondition) {
+		if mapicond.IsTrue(*s.conditions(), authority.SynchronizedCondition) {
 			// The copies matched; the sync has yet to see the latest generation (the request
 			// itself bumped it). Nothing is wrong: wait without a warning, and say so only
 			// if it lasts.
+			var err error
 			if age >= quietWait {
-				e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+				_, err = e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
 			}
-			return ctrl.Result{RequeueAfter: nextLook(age)}, nil
+			return ctrl.Result{RequeueAfter: nextLook(age)}, err
 		}
 		msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
-		if e.setCondition(ctx, s, corev1.ConditionFalse, NotSynchronizedReason, msg) {
+		changed, err := e.setCondition(ctx, s, corev1.ConditionFalse, NotSynchronizedReason, msg)
+		if changed {
 			e.event(obj, corev1.EventTypeWarning, NotSynchronizedReason, "%s", msg)
 		}
-		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+		return ctrl.Result{RequeueAfter: PendingRetry}, err
 	}
 	if to == machinev1beta1.MachineAuthorityClusterAPI && !s.hasCAPI() {
-		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, "the Cluster API copy does not exist yet")
-		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+		_, err := e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, "the Cluster API copy does not exist yet")
+		return ctrl.Result{RequeueAfter: PendingRetry}, err
 	}
 	if err := s.setAuthority(ctx, e.client, machinev1beta1.MachineAuthorityMigrating, from, 0,
 		condition(corev1.ConditionFalse, "Started", "moving authority from "+string(from)+" to "+string(to))); err != nil {
@@ -177,21 +180,21 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 			return ctrl.Result{}, err
 		}
 		if age >= quietWait {
-			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
+			_, err = e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "waiting for the "+string(from)+" controllers to pause: "+why)
 		}
 		if from == machinev1beta1.MachineAuthorityClusterAPI {
 			// The InfraMachine's acknowledgement is not watched here: look every second.
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+			return ctrl.Result{RequeueAfter: time.Second}, err
 		}
-		return ctrl.Result{RequeueAfter: nextLook(age)}, nil
+		return ctrl.Result{RequeueAfter: nextLook(age)}, err
 	}
 	// 2. The latest state of the old side is synchronised, and all of it can be carried.
-	if e.refused(ctx, s, from, to) {
-		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+	if refused, err := e.refused(ctx, s, from, to); refused || err != nil {
+		return ctrl.Result{RequeueAfter: PendingRetry}, err
 	}
 	if ok, why := s.synchronized(); !ok {
-		e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
-		return ctrl.Result{RequeueAfter: PendingRetry}, nil
+		_, err := e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForSyncReason, why)
+		return ctrl.Result{RequeueAfter: PendingRetry}, err
 	}
 	// 3. Going to the Cluster API, the new side is unpaused (its InfraMachine knowing it is
 	// provisioned), each copy taking its controller finalizer in the same write.
@@ -204,8 +207,7 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 	// authority names the new side.
 	done, err := s.moveFinalizers(ctx, e.client, to)
 	if err != nil || !done {
-		e.stepFailed(ctx, s, "moving the finalizers to the "+string(to)+" copies", err)
-		return ctrl.Result{RequeueAfter: time.Second}, err
+		return ctrl.Result{RequeueAfter: time.Second}, e.stepFailed(ctx, s, "moving the finalizers to the "+string(to)+" copies", err)
 	}
 	completed := condition(corev1.ConditionTrue, CompletedReason, "authority moved from "+string(from)+" to "+string(to))
 	if err := s.setAuthority(ctx, e.client, to, to, s.generation(to), completed); err != nil {
@@ -221,13 +223,11 @@ func (e *engine) handover(ctx context.Context, s subject, from, to machinev1beta
 func (e *engine) activateCAPI(ctx context.Context, s subject) error {
 	if p, ok := s.(infraPrimer); ok {
 		if err := p.primeInfra(ctx, e.client); err != nil {
-			e.stepFailed(ctx, s, "marking the InfraMachine provisioned", err)
-			return err
+			return e.stepFailed(ctx, s, "marking the InfraMachine provisioned", err)
 		}
 	}
 	if err := s.pauseCAPI(ctx, e.client, false); err != nil {
-		e.stepFailed(ctx, s, "unpausing the ClusterAPI copies", err)
-		return err
+		return e.stepFailed(ctx, s, "unpausing the ClusterAPI copies", err)
 	}
 	return nil
 }
@@ -245,8 +245,8 @@ func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.Mach
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "rolling back: waiting for the ClusterAPI controllers to pause: "+why)
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+			_, err = e.setCondition(ctx, s, corev1.ConditionFalse, WaitingForPausedReason, "rolling back: waiting for the ClusterAPI controllers to pause: "+why)
+			return ctrl.Result{RequeueAfter: time.Second}, err
 		}
 	}
 	if done, err := s.moveFinalizers(ctx, e.client, to); err != nil || !done {
@@ -282,21 +282,22 @@ type refuser interface {
 }
 
 // refused reports (on the condition, and in an event when the condition changes) a subject
-// that cannot move to `to`.
-func (e *engine) refused(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) bool {
+// that cannot move to `to`; the error is the condition's write's.
+func (e *engine) refused(ctx context.Context, s subject, from, to machinev1beta1.MachineAuthority) (bool, error) {
 	r, ok := s.(refuser)
 	if !ok {
-		return false
+		return false, nil
 	}
 	why := r.refusal(to)
 	if why == "" {
-		return false
+		return false, nil
 	}
 	msg := fmt.Sprintf("cannot move from %s to %s: %s", from, to, why)
-	if e.setCondition(ctx, s, corev1.ConditionFalse, NotConvertibleReason, msg) {
+	changed, err := e.setCondition(ctx, s, corev1.ConditionFalse, NotConvertibleReason, msg)
+	if changed {
 		e.event(s.mapiObject(), corev1.EventTypeWarning, NotConvertibleReason, "%s", msg)
 	}
-	return true
+	return true, err
 }
 
 type infraPauser interface {
@@ -307,23 +308,31 @@ func condition(status corev1.ConditionStatus, reason, msg string) *machinev1beta
 	return &machinev1beta1.Condition{Type: MigrationCondition, Status: status, Reason: reason, Message: msg}
 }
 
-func (e *engine) setCondition(ctx context.Context, s subject, status corev1.ConditionStatus, reason, msg string) bool {
+// setCondition stores the Migration condition on the Machine API copy when it changes; changed
+// says it did and the write was stored. A failed write is the pass's error (run catches a
+// conflict: the pass runs again on the newer copy), so an event that goes with the condition
+// is not sent for a condition that was not stored.
+func (e *engine) setCondition(ctx context.Context, s subject, status corev1.ConditionStatus, reason, msg string) (changed bool, err error) {
 	obj := s.mapiObject()
 	base := obj.DeepCopyObject().(client.Object)
 	if !mapicond.Set(s.conditions(), machinev1beta1.Condition{Type: MigrationCondition, Status: status, Reason: reason, Message: msg}) {
-		return false
+		return false, nil
 	}
-	_ = patch.StoreStatus(ctx, e.client, obj, base)
-	return true
+	if err := patch.StoreStatus(ctx, e.client, obj, base); err != nil {
+		return false, fmt.Errorf("storing the %s condition (%s): %w", MigrationCondition, reason, err)
+	}
+	return true, nil
 }
 
 // stepFailed reports a handover step's error on the Migration condition, so it does not keep
-// saying what an earlier step waited for. Conflicts are a retry's business, not news.
-func (e *engine) stepFailed(ctx context.Context, s subject, step string, err error) {
+// saying what an earlier step waited for, and returns the step's error (with the condition's
+// write's, if that failed too). Conflicts are a retry's business, not news.
+func (e *engine) stepFailed(ctx context.Context, s subject, step string, err error) error {
 	if err == nil || apierrors.IsConflict(err) {
-		return
+		return err
 	}
-	e.setCondition(ctx, s, corev1.ConditionFalse, HandoverStepFailedReason, step+": "+err.Error())
+	_, condErr := e.setCondition(ctx, s, corev1.ConditionFalse, HandoverStepFailedReason, step+": "+err.Error())
+	return errors.Join(err, condErr)
 }
 
 func (e *engine) event(o client.Object, typ, reason, format string, args ...any) {

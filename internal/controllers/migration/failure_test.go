@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -31,7 +31,7 @@ func testFailedMachineRemediatedAtOnce(t *testing.T, e *testenv.Env) {
 	selector := map[string]string{"machine.openshift.io/cluster-api-machineset": set}
 	check := healthCheck(set, selector)
 	check.Spec.NodeStartupTimeout = &metav1.Duration{Duration: 30 * time.Minute}
-	check.Annotations = map[string]string{gate.MHCAuthoritativeAPIAnnotation: string(machinev1beta1.MachineAuthorityClusterAPI)}
+	check.Annotations = map[string]string{authority.MHCAuthoritativeAPIAnnotation: string(machinev1beta1.MachineAuthorityClusterAPI)}
 	if err := e.Client.Create(ctx, check); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -113,7 +113,7 @@ func (s *machineSubject) infraHeld() bool {
 // condition is not an acknowledgement, unless the controller acknowledges by removing
 // ackAnnotation (provider.Provider.PauseAckAnnotation) and has removed it, or, for a
 // controller that acknowledges in no way (byOperator, provider.Provider.PauseAckByOperator),
-// an operator has, with synccommon.ProviderPausedAnnotation.
+// an operator has, with authority.ProviderPausedAnnotation.
 func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation string, byOperator bool) (bool, string, error) {
 	what := fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
 	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -133,7 +133,7 @@ func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation str
 		}
 		return true, "", nil
 	}
-	_, operatorAck := u.GetAnnotations()[synccommon.ProviderPausedAnnotation]
+	_, operatorAck := u.GetAnnotations()[authority.ProviderPausedAnnotation]
 	switch _, marked := u.GetAnnotations()[ackAnnotation]; {
 	case !acted:
 		return true, "", nil
@@ -141,7 +141,7 @@ func pausedCondition(u *unstructured.Unstructured, acted bool, ackAnnotation str
 		return true, "", nil
 	case byOperator:
 		return false, fmt.Sprintf("%s is paused, but its provider reports no Paused condition: annotate it %s "+
-			"once its provider's controller no longer acts on it (docs/migration.md)", what, synccommon.ProviderPausedAnnotation), nil
+			"once its provider's controller no longer acts on it (docs/migration.md)", what, authority.ProviderPausedAnnotation), nil
 	case ackAnnotation == "":
 		return false, what + " has no Paused condition yet although its provider has acted on it", nil
 	case marked:

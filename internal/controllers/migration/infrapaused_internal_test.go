@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 )
 
 // What acknowledges a pause on an InfraMachine: its Paused condition when it has one; without
@@ -35,7 +35,7 @@ func TestPausedConditionAcknowledgements(t *testing.T) {
 		}
 		return annotated("", conds...)
 	}
-	operator := synccommon.ProviderPausedAnnotation
+	operator := authority.ProviderPausedAnnotation
 	both := infra(true)
 	both.SetAnnotations(map[string]string{ack: "true", operator: ""})
 	paused := func(status string, gen int64) map[string]any {

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -75,7 +75,7 @@ func leaveOver(t *testing.T, e *testenv.Env, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := patch.RemoveFinalizer(ctx, e.Client, c, synccommon.SyncFinalizer); err != nil {
+	if _, err := patch.RemoveFinalizer(ctx, e.Client, c, authority.SyncFinalizer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := patch.RemoveFinalizer(ctx, e.Client, m, slices.Clone(m.Finalizers)...); err != nil {

@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/internal/pairwatch"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/patch"
@@ -26,12 +27,12 @@ import (
 // MachineReconciler migrates Machines.
 type MachineReconciler struct {
 	engine
-	Namespaces synccommon.Namespaces
+	Namespaces authority.Namespaces
 	providers  *provider.Registry
 }
 
 // NewMachineReconciler builds the Machine migration controller for the platforms in providers.
-func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineReconciler {
+func NewMachineReconciler(c client.Client, ns authority.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineReconciler {
 	return &MachineReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("Machine")}, Namespaces: ns, providers: providers}
 }
 
@@ -43,8 +44,8 @@ func NewMachineReconciler(c client.Client, ns synccommon.Namespaces, providers *
 func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machine").
-		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
-		Watches(&clusterv1.Machine{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI),
+		Watches(&machinev1beta1.Machine{}, pairwatch.EnqueueSelf(), pairwatch.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
+		Watches(&clusterv1.Machine{}, pairwatch.ToMachineAPIKey(r.Namespaces.MachineAPI), pairwatch.InNamespace(r.Namespaces.ClusterAPI),
 			whileNamesakeOpen(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.Machine{} })).
 		// Handovers of different Machines are independent; each waits on other controllers
 		// between its steps, so several at once keep a bulk migration moving.
@@ -82,7 +83,7 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // getInfra reads the metadata of the Cluster API Machine's InfraMachine, of whichever
 // platform provides its kind, and the finalizers that platform's controller puts on it.
 func (r *MachineReconciler) getInfra(ctx context.Context, s *machineSubject) error {
-	infra, p, err := synccommon.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
+	infra, p, err := authority.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine })
 	if infra != nil {
 		s.infra, s.infraFinalizers, s.infraGVK = infra, p.InfraMachineFinalizers, p.InfraMachine
@@ -213,7 +214,7 @@ func oldSide(s subject) machinev1beta1.MachineAuthority {
 }
 
 func synchronized(conds []machinev1beta1.Condition, syncedGen, authGen int64) (bool, string) {
-	c := mapicond.Get(conds, synccommon.SynchronizedCondition)
+	c := mapicond.Get(conds, authority.SynchronizedCondition)
 	if c == nil || c.Status != "True" {
 		why := "the copies have not been synchronised"
 		if c != nil && c.Message != "" {
@@ -243,12 +244,12 @@ func capiPaused(conds []metav1Condition, generation int64) (bool, string) {
 	return true, ""
 }
 
-// setPaused is synccommon.StorePaused for a copy the subject may not have (nil).
+// setPaused is authority.StorePaused for a copy the subject may not have (nil).
 func setPaused(ctx context.Context, c client.Client, o client.Object, paused bool, finalizer string) error {
 	if o == nil || isNil(o) {
 		return nil
 	}
-	return synccommon.StorePaused(ctx, c, o, paused, finalizer)
+	return authority.StorePaused(ctx, c, o, paused, finalizer)
 }
 
 // guardInfra puts the provider's (first) finalizer on the InfraMachine unless it carries one
@@ -267,7 +268,7 @@ func (s *machineSubject) infraGuard() string {
 	if s.infra == nil {
 		return ""
 	}
-	return synccommon.ProviderGuard(s.infra, s.infraFinalizers)
+	return authority.ProviderGuard(s.infra, s.infraFinalizers)
 }
 
 // addFinalizer stores a controller finalizer on the new side. Unlike patch.EnsureFinalizer it

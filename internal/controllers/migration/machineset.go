@@ -14,8 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/controllers/internal/pairwatch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -23,13 +24,13 @@ import (
 // authority: a MachineSet's migration moves who scales it, and new Machines follow it.
 type MachineSetReconciler struct {
 	engine
-	Namespaces synccommon.Namespaces
+	Namespaces authority.Namespaces
 	providers  *provider.Registry
 }
 
 // NewMachineSetReconciler builds the MachineSet migration controller for the platforms in
 // providers.
-func NewMachineSetReconciler(c client.Client, ns synccommon.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineSetReconciler {
+func NewMachineSetReconciler(c client.Client, ns authority.Namespaces, providers *provider.Registry, rec eventRecorder) *MachineSetReconciler {
 	return &MachineSetReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("MachineSet")}, Namespaces: ns, providers: providers}
 }
 
@@ -45,8 +46,8 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machineset").
-		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
-		Watches(&clusterv1.MachineSet{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI),
+		Watches(&machinev1beta1.MachineSet{}, pairwatch.EnqueueSelf(), pairwatch.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
+		Watches(&clusterv1.MachineSet{}, pairwatch.ToMachineAPIKey(r.Namespaces.MachineAPI), pairwatch.InNamespace(r.Namespaces.ClusterAPI),
 			whileNamesakeOpen(mgr.GetClient(), r.Namespaces.MachineAPI, func() client.Object { return &machinev1beta1.MachineSet{} })).
 		Complete(r)
 }
@@ -77,7 +78,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // getTemplate reads the metadata of the Cluster API MachineSet's InfraMachineTemplate, of
 // whichever platform provides its kind.
 func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSubject) error {
-	tmpl, _, err := synccommon.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.Template.Spec.InfrastructureRef,
+	tmpl, _, err := authority.InfraMetadata(ctx, r.client, r.providers, s.capi.Namespace, s.capi.Spec.Template.Spec.InfrastructureRef,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate })
 	if tmpl != nil {
 		s.tmpl = tmpl
@@ -88,7 +89,7 @@ func (r *MachineSetReconciler) getTemplate(ctx context.Context, s *machineSetSub
 // countMachines counts each side's Machines of the MachineSet and how many of them have a
 // copy on the other side: a MachineSet may change hands only when every Machine it owns is
 // mirrored, or the new side would count too few and create more.
-func (s *machineSetSubject) countMachines(ctx context.Context, c client.Client, ns synccommon.Namespaces) error {
+func (s *machineSetSubject) countMachines(ctx context.Context, c client.Client, ns authority.Namespaces) error {
 	// Read only: the cached Machines are shared, not copied, and only the set's own are read.
 	var mm machinev1beta1.MachineList
 	if err := ownedby.List(ctx, c, &mm, ns.MachineAPI, s.mapi.UID, client.UnsafeDisableDeepCopy); err != nil {

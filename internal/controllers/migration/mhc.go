@@ -12,7 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/internal/pairwatch"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -22,14 +23,14 @@ import (
 // MachineHealthCheckReconciler migrates MachineHealthChecks. The openshift/api type has no
 // authoritativeAPI fields, so the request, the current authority, where a migration started
 // from and the synchronised generation are annotations on the Machine API copy (see
-// gate.MHCAuthoritativeAPIAnnotation and the three after it).
+// authority.MHCAuthoritativeAPIAnnotation and the three after it).
 type MachineHealthCheckReconciler struct {
 	engine
-	Namespaces synccommon.Namespaces
+	Namespaces authority.Namespaces
 }
 
 // NewMachineHealthCheckReconciler builds the MachineHealthCheck migration controller.
-func NewMachineHealthCheckReconciler(c client.Client, ns synccommon.Namespaces, rec eventRecorder) *MachineHealthCheckReconciler {
+func NewMachineHealthCheckReconciler(c client.Client, ns authority.Namespaces, rec eventRecorder) *MachineHealthCheckReconciler {
 	return &MachineHealthCheckReconciler{engine: engine{client: c, recorder: rec, pending: newPendingMetric("MachineHealthCheck")}, Namespaces: ns}
 }
 
@@ -41,8 +42,8 @@ func NewMachineHealthCheckReconciler(c client.Client, ns synccommon.Namespaces, 
 func (r *MachineHealthCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machinehealthcheck").
-		Watches(&machinev1beta1.MachineHealthCheck{}, synccommon.EnqueueSelf(), synccommon.InNamespace(r.Namespaces.MachineAPI)).
-		Watches(&clusterv1.MachineHealthCheck{}, synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI), synccommon.InNamespace(r.Namespaces.ClusterAPI)).
+		Watches(&machinev1beta1.MachineHealthCheck{}, pairwatch.EnqueueSelf(), pairwatch.InNamespace(r.Namespaces.MachineAPI)).
+		Watches(&clusterv1.MachineHealthCheck{}, pairwatch.ToMachineAPIKey(r.Namespaces.MachineAPI), pairwatch.InNamespace(r.Namespaces.ClusterAPI)).
 		Complete(r)
 }
 
@@ -76,15 +77,15 @@ func (s *mhcSubject) hasCAPI() bool                           { return s.capi !=
 // request annotation means no request: the check stays where it is.
 func (s *mhcSubject) authorities() (machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority, machinev1beta1.MachineAuthority) {
 	a := s.mapi.Annotations
-	return machinev1beta1.MachineAuthority(a[gate.MHCAuthoritativeAPIAnnotation]),
-		machinev1beta1.MachineAuthority(a[gate.MHCStatusAuthoritativeAPIAnnotation]),
-		machinev1beta1.MachineAuthority(a[gate.MHCSynchronizedAPIAnnotation])
+	return machinev1beta1.MachineAuthority(a[authority.MHCAuthoritativeAPIAnnotation]),
+		machinev1beta1.MachineAuthority(a[authority.MHCStatusAuthoritativeAPIAnnotation]),
+		machinev1beta1.MachineAuthority(a[authority.MHCSynchronizedAPIAnnotation])
 }
 
 // synchronizedGeneration is the authoritative copy's generation the sync controller last
 // made the mirror equal to (0 when it never did, or the annotation is not a number).
 func (s *mhcSubject) synchronizedGeneration() int64 {
-	g, err := strconv.ParseInt(s.mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation], 10, 64)
+	g, err := strconv.ParseInt(s.mapi.Annotations[authority.MHCSynchronizedGenerationAnnotation], 10, 64)
 	if err != nil {
 		return 0
 	}
@@ -138,14 +139,14 @@ func (s *mhcSubject) setAuthority(ctx context.Context, c client.Client, current,
 	}
 	base := s.mapi.DeepCopy()
 	want := map[string]string{
-		gate.MHCStatusAuthoritativeAPIAnnotation: string(current),
-		gate.MHCSynchronizedAPIAnnotation:        string(previous),
+		authority.MHCStatusAuthoritativeAPIAnnotation: string(current),
+		authority.MHCSynchronizedAPIAnnotation:        string(previous),
 	}
 	if generation > 0 {
-		want[gate.MHCSynchronizedGenerationAnnotation] = strconv.FormatInt(generation, 10)
+		want[authority.MHCSynchronizedGenerationAnnotation] = strconv.FormatInt(generation, 10)
 	}
-	s.mapi.Annotations = synccommon.MergeMap(s.mapi.Annotations, want)
-	gate.SetMHCPaused(s.mapi, current)
+	s.mapi.Annotations = authority.MergeMap(s.mapi.Annotations, want)
+	authority.SetMHCPaused(s.mapi, current)
 	if equality.Semantic.DeepEqual(base.Annotations, s.mapi.Annotations) {
 		return nil
 	}
@@ -164,7 +165,7 @@ func (s *mhcSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool
 // API one reports it for the paused annotation at the copy's generation. A Machine API check
 // with no Paused condition at all is run by a controller that reports none:
 // machine-api-operator's, which looks at the cluster.x-k8s.io/paused annotation (written with
-// the authority, gate.SetMHCPaused) at the start of every pass and does nothing past it, so
+// the authority, authority.SetMHCPaused) at the start of every pass and does nothing past it, so
 // the stored annotation is all the acknowledgement there is.
 func (s *mhcSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
 	if side == machinev1beta1.MachineAuthorityMachineAPI && mapicond.Get(s.mapi.Status.Conditions, gate.PausedCondition) == nil &&

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/gate"
 )
 
@@ -18,12 +18,12 @@ import (
 // synchronised generation is not the authoritative copy's current one.
 func TestMHCSubjectReadsAnnotations(t *testing.T) {
 	mapi := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Generation: 4, Annotations: map[string]string{
-		gate.MHCAuthoritativeAPIAnnotation:       "ClusterAPI",
-		gate.MHCStatusAuthoritativeAPIAnnotation: "Migrating",
-		gate.MHCSynchronizedAPIAnnotation:        "MachineAPI",
-		gate.MHCSynchronizedGenerationAnnotation: "3",
+		authority.MHCAuthoritativeAPIAnnotation:       "ClusterAPI",
+		authority.MHCStatusAuthoritativeAPIAnnotation: "Migrating",
+		authority.MHCSynchronizedAPIAnnotation:        "MachineAPI",
+		authority.MHCSynchronizedGenerationAnnotation: "3",
 	}}}
-	mapi.Status.Conditions = []machinev1beta1.Condition{{Type: synccommon.SynchronizedCondition, Status: corev1.ConditionTrue}}
+	mapi.Status.Conditions = []machinev1beta1.Condition{{Type: authority.SynchronizedCondition, Status: corev1.ConditionTrue}}
 	capi := &clusterv1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
 	s := &mhcSubject{mapi: mapi, capi: capi}
 
@@ -34,21 +34,21 @@ func TestMHCSubjectReadsAnnotations(t *testing.T) {
 	if ok, why := s.synchronized(); ok || !strings.Contains(why, "synchronizedGeneration is 3") || !strings.Contains(why, "generation 4") {
 		t.Fatalf("stale generation accepted: %v %q", ok, why)
 	}
-	mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation] = "4"
+	mapi.Annotations[authority.MHCSynchronizedGenerationAnnotation] = "4"
 	if ok, why := s.synchronized(); !ok {
 		t.Fatalf("synchronised at the current generation refused: %q", why)
 	}
 	// From the Cluster API the Cluster API copy's generation counts.
-	mapi.Annotations[gate.MHCSynchronizedAPIAnnotation] = "ClusterAPI"
+	mapi.Annotations[authority.MHCSynchronizedAPIAnnotation] = "ClusterAPI"
 	if ok, _ := s.synchronized(); ok {
 		t.Fatal("the Machine API generation was compared while the Cluster API is the old authority")
 	}
-	mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation] = "not-a-number"
+	mapi.Annotations[authority.MHCSynchronizedGenerationAnnotation] = "not-a-number"
 	if ok, _ := s.synchronized(); ok {
 		t.Fatal("an unreadable synchronised generation was accepted")
 	}
 	// Synchronized=False refuses whatever the generation.
-	mapi.Annotations[gate.MHCSynchronizedGenerationAnnotation] = "7"
+	mapi.Annotations[authority.MHCSynchronizedGenerationAnnotation] = "7"
 	mapi.Status.Conditions[0].Status, mapi.Status.Conditions[0].Message = corev1.ConditionFalse, "spec.x: bad"
 	if ok, why := s.synchronized(); ok || !strings.Contains(why, "spec.x: bad") {
 		t.Fatalf("Synchronized=False accepted: %v %q", ok, why)

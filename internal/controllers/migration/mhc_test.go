@@ -18,9 +18,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -77,7 +77,7 @@ func testMHCClusterAPIOnly(t *testing.T, e *testenv.Env) {
 		}
 		c := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
 		return c != nil && c.Reason == migration.NotConvertibleReason && strings.Contains(c.Message, "spec.remediation.triggerIf.unhealthyInRange") &&
-			m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "ClusterAPI", mhcCond(m, migration.MigrationCondition), nil
+			m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == "ClusterAPI", mhcCond(m, migration.MigrationCondition), nil
 	})
 	setRange("")
 	waitCheckSettled(t, e, name, machinev1beta1.MachineAuthorityMachineAPI, migration.CompletedReason)
@@ -136,7 +136,7 @@ func patchCheckAs(t *testing.T, c client.Client, name string, annotations map[st
 
 func requestCheck(t *testing.T, e *testenv.Env, name string, to machinev1beta1.MachineAuthority) {
 	t.Helper()
-	patchCheck(t, e, name, map[string]*string{gate.MHCAuthoritativeAPIAnnotation: ptr.To(string(to))})
+	patchCheck(t, e, name, map[string]*string{authority.MHCAuthoritativeAPIAnnotation: ptr.To(string(to))})
 }
 
 func describeChecks(m *machinev1beta1.MachineHealthCheck, c *clusterv1.MachineHealthCheck) string {
@@ -146,9 +146,9 @@ func describeChecks(m *machinev1beta1.MachineHealthCheck, c *clusterv1.MachineHe
 	}
 	a := m.Annotations
 	return fmt.Sprintf("request %q status %q synced-api %q synced-gen %q (mapi gen %d capi gen %d); mapi Paused %s, %s; capi paused-annotation %v Paused %s; %s",
-		a[gate.MHCAuthoritativeAPIAnnotation], a[gate.MHCStatusAuthoritativeAPIAnnotation], a[gate.MHCSynchronizedAPIAnnotation],
-		a[gate.MHCSynchronizedGenerationAnnotation], m.Generation, c.Generation,
-		mhcCond(m, gate.PausedCondition), mhcCond(m, synccommon.SynchronizedCondition), gate.HasPausedAnnotation(c), capiPaused,
+		a[authority.MHCAuthoritativeAPIAnnotation], a[authority.MHCStatusAuthoritativeAPIAnnotation], a[authority.MHCSynchronizedAPIAnnotation],
+		a[authority.MHCSynchronizedGenerationAnnotation], m.Generation, c.Generation,
+		mhcCond(m, gate.PausedCondition), mhcCond(m, authority.SynchronizedCondition), gate.HasPausedAnnotation(c), capiPaused,
 		mhcCond(m, migration.MigrationCondition))
 }
 
@@ -184,9 +184,9 @@ func waitCheckSettled(t *testing.T, e *testenv.Env, name string, with machinev1b
 			// paused annotation.
 			mapiPaused = map[bool]string{true: "True", false: "False"}[gate.HasPausedAnnotation(m)]
 		}
-		ok := m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == string(with) &&
-			mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
-			m.Annotations[gate.MHCSynchronizedGenerationAnnotation] == strconv.FormatInt(gen, 10)
+		ok := m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == string(with) &&
+			mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
+			m.Annotations[authority.MHCSynchronizedGenerationAnnotation] == strconv.FormatInt(gen, 10)
 		if with == machinev1beta1.MachineAuthorityClusterAPI {
 			ok = ok && !gate.HasPausedAnnotation(c) && capiActive && mapiPaused == "True"
 		} else {
@@ -194,7 +194,7 @@ func waitCheckSettled(t *testing.T, e *testenv.Env, name string, with machinev1b
 		}
 		if reason != "" {
 			mc := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
-			ok = ok && mc != nil && mc.Reason == reason && m.Annotations[gate.MHCSynchronizedAPIAnnotation] == string(with)
+			ok = ok && mc != nil && mc.Reason == reason && m.Annotations[authority.MHCSynchronizedAPIAnnotation] == string(with)
 		}
 		return ok, describeChecks(m, c), nil
 	})
@@ -414,8 +414,8 @@ func testMHCRefused(t *testing.T, e *testenv.Env) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mhc), m); err != nil {
 			return false, err.Error(), nil
 		}
-		return m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" &&
-			condStatus(m.Status.Conditions, synccommon.SynchronizedCondition) == "False", mhcCond(m, synccommon.SynchronizedCondition), nil
+		return m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" &&
+			condStatus(m.Status.Conditions, authority.SynchronizedCondition) == "False", mhcCond(m, authority.SynchronizedCondition), nil
 	})
 	requestCheck(t, e, name, machinev1beta1.MachineAuthorityClusterAPI)
 	e.Eventually(60*time.Second, "refused with the reason", func(ctx context.Context) (bool, string, error) {
@@ -432,7 +432,7 @@ func testMHCRefused(t *testing.T, e *testenv.Env) {
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mhc), m); err != nil {
 		t.Fatal(err)
 	}
-	if a := m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation]; a != "MachineAPI" || condStatus(m.Status.Conditions, gate.PausedCondition) == "True" {
+	if a := m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation]; a != "MachineAPI" || condStatus(m.Status.Conditions, gate.PausedCondition) == "True" {
 		t.Fatalf("a refused migration changed authority to %q / paused the Machine API check: %s", a, mhcCond(m, gate.PausedCondition))
 	}
 }
@@ -457,7 +457,7 @@ func testMHCRollback(t *testing.T, e *testenv.Env) {
 			return false, fmt.Sprint(err), nil
 		}
 		mc := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
-		return m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "Migrating" && mc != nil && mc.Reason == migration.WaitingForPausedReason,
+		return m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == "Migrating" && mc != nil && mc.Reason == migration.WaitingForPausedReason,
 			describeChecks(m, c), nil
 	})
 	requestCheck(t, e, name, machinev1beta1.MachineAuthorityMachineAPI)
@@ -471,7 +471,7 @@ func testMHCRollbackAfterCrash(t *testing.T, e *testenv.Env) {
 	ctx := context.Background()
 	const name = "undecided"
 	mhc := healthCheck(name, map[string]string{"pool": name})
-	mhc.Annotations = map[string]string{gate.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
+	mhc.Annotations = map[string]string{authority.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
 	if err := e.Client.Create(ctx, mhc); err != nil {
 		t.Fatal(err)
 	}
@@ -481,16 +481,16 @@ func testMHCRollbackAfterCrash(t *testing.T, e *testenv.Env) {
 	// and the paused annotation on the Cluster API copy (written as machina, whose
 	// annotations these are).
 	patchCheckAs(t, e.ManagerClient(), name, map[string]*string{
-		gate.MHCAuthoritativeAPIAnnotation:       ptr.To("MachineAPI"),
-		gate.MHCStatusAuthoritativeAPIAnnotation: ptr.To("Migrating"),
-		gate.MHCSynchronizedAPIAnnotation:        ptr.To("ClusterAPI"),
+		authority.MHCAuthoritativeAPIAnnotation:       ptr.To("MachineAPI"),
+		authority.MHCStatusAuthoritativeAPIAnnotation: ptr.To("Migrating"),
+		authority.MHCSynchronizedAPIAnnotation:        ptr.To("ClusterAPI"),
 	})
 	c := &clusterv1.MachineHealthCheck{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, c); err != nil {
 		t.Fatal(err)
 	}
 	base := c.DeepCopy()
-	synccommon.SetPaused(c, true)
+	authority.SetPaused(c, true)
 	if err := e.Client.Patch(ctx, c, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}

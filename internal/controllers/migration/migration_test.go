@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	_ "github.com/machina-dev/machina/internal/controllers/autoscaling"
 	_ "github.com/machina-dev/machina/internal/controllers/clusterapi"
 	_ "github.com/machina-dev/machina/internal/controllers/machineapi"
 	"github.com/machina-dev/machina/internal/controllers/migration"
@@ -83,7 +82,7 @@ func instancesCreated(t *testing.T, e *testenv.Env) int64 {
 // (capaStandIn launches nothing).
 func TestMigration(t *testing.T) {
 	t.Parallel() // a lab of its own, beside the package's other labs (see TestOwnLab)
-	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim,autoscaling", EC2: true})
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync,migration,clusterapi,sim", EC2: true})
 	env.SeedCluster("lab")
 	env.ServeAWSMachines("us-east-1")
 	startCAPAStandIn(env)

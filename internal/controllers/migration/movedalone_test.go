@@ -13,7 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -50,7 +50,7 @@ func testMachineSetMovedAloneNoWriteLoop(t *testing.T, e *testenv.Env) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return m.Status.SynchronizedGeneration == c.Generation && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+		return m.Status.SynchronizedGeneration == c.Generation && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
 			m.Spec.Template.Labels["tier"] == "gold", fmt.Sprintf("synchronized %d of %d", m.Status.SynchronizedGeneration, c.Generation), nil
 	})
 

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/migration"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -100,7 +100,7 @@ func (l *uncontrolledLab) waitSetMirror(t *testing.T, p platformLab, name string
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		synced := mapicond.IsTrue(ms.Status.Conditions, synccommon.SynchronizedCondition) && ms.Status.SynchronizedGeneration == ms.Generation
+		synced := mapicond.IsTrue(ms.Status.Conditions, authority.SynchronizedCondition) && ms.Status.SynchronizedGeneration == ms.Generation
 		return synced && hasPaused(cms) && hasPaused(im) && ptr.Deref(cms.Spec.Replicas, -1) == replicas &&
 				ref.Kind == p.provider.InfraMachineTemplate.Kind && p.size(im, true) == size,
 			fmt.Sprintf("synchronized %v; capi paused %v replicas %v ref %s/%s; template paused %v size %q", synced, hasPaused(cms),
@@ -151,8 +151,8 @@ func (l *uncontrolledLab) waitMachineMirrors(t *testing.T, p platformLab, set st
 			if err != nil {
 				return false, err.Error(), nil
 			}
-			if !mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) || !hasPaused(c) || !hasPaused(im) {
-				return false, fmt.Sprintf("%s: %s; capi paused %v; %s paused %v", m.Name, cond(m, synccommon.SynchronizedCondition),
+			if !mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) || !hasPaused(c) || !hasPaused(im) {
+				return false, fmt.Sprintf("%s: %s; capi paused %v; %s paused %v", m.Name, cond(m, authority.SynchronizedCondition),
 					hasPaused(c), im.GetKind(), hasPaused(im)), nil
 			}
 			names = append(names, m.Name)
@@ -198,7 +198,7 @@ func (l *uncontrolledLab) emptyInfra(p platformLab, template bool, name string) 
 	if template {
 		gvk = p.provider.InfraMachineTemplate
 	}
-	o := synccommon.Metadata(gvk)
+	o := authority.Metadata(gvk)
 	o.SetNamespace(capiNS)
 	o.SetName(name)
 	return o
@@ -238,8 +238,8 @@ func testUncontrolledFromClusterAPI(t *testing.T, l *uncontrolledLab, p platform
 		machineName = m.Name
 		kind, size := specKindAndSize(m.Spec.ProviderSpec.Value, p)
 		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && kind == p.provider.ProviderSpecKinds[0] &&
-				size == p.sizes[0] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
-			fmt.Sprintf("%s: authority %q providerSpec %s %q; %s", m.Name, m.Status.AuthoritativeAPI, kind, size, cond(m, synccommon.SynchronizedCondition)), nil
+				size == p.sizes[0] && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition),
+			fmt.Sprintf("%s: authority %q providerSpec %s %q; %s", m.Name, m.Status.AuthoritativeAPI, kind, size, cond(m, authority.SynchronizedCondition)), nil
 	})
 	if c := (&clusterv1.Machine{}); l.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: machineName}, c) != nil || hasPaused(c) {
 		t.Errorf("the authoritative Cluster API Machine %s is missing or paused", machineName)
@@ -434,7 +434,7 @@ func (l *uncontrolledLab) handedBack(t *testing.T, p platformLab, name string, i
 // InfraMachine machina.dev/provider-paused, then completes, taking the provider's finalizer off.
 func (l *uncontrolledLab) handBackByOperator(t *testing.T, p platformLab, name string, im *unstructured.Unstructured) {
 	request(t, l.e, name, machinev1beta1.MachineAuthorityMachineAPI)
-	l.waitMigrationReason(name, migration.WaitingForPausedReason, "annotate it "+synccommon.ProviderPausedAnnotation)
+	l.waitMigrationReason(name, migration.WaitingForPausedReason, "annotate it "+authority.ProviderPausedAnnotation)
 	l.e.Eventually(30*time.Second, im.GetName()+" acknowledged by the operator", func(ctx context.Context) (bool, string, error) {
 		if err := l.c.Get(ctx, client.ObjectKeyFromObject(im), im); err != nil {
 			return false, err.Error(), nil
@@ -444,7 +444,7 @@ func (l *uncontrolledLab) handBackByOperator(t *testing.T, p platformLab, name s
 		}
 		_, err := patch.Locked(ctx, l.c, im, func() bool {
 			a := maps.Clone(im.GetAnnotations())
-			a[synccommon.ProviderPausedAnnotation] = ""
+			a[authority.ProviderPausedAnnotation] = ""
 			im.SetAnnotations(a)
 			return true
 		})
@@ -502,16 +502,16 @@ func (l *uncontrolledLab) removeFinalizers(o client.Object, fs ...string) {
 	})
 }
 
-// waitAuthority waits until the Machine is held by authority, synchronised, and (with reason
+// waitAuthority waits until the Machine is held by want, synchronised, and (with reason
 // set) its AuthorityMigration condition has that reason.
-func (l *uncontrolledLab) waitAuthority(name string, authority machinev1beta1.MachineAuthority, reason string) {
-	l.e.Eventually(60*time.Second, fmt.Sprintf("%s held by %s", name, authority), func(ctx context.Context) (bool, string, error) {
+func (l *uncontrolledLab) waitAuthority(name string, want machinev1beta1.MachineAuthority, reason string) {
+	l.e.Eventually(60*time.Second, fmt.Sprintf("%s held by %s", name, want), func(ctx context.Context) (bool, string, error) {
 		m, c, err := getBoth(ctx, l.e, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		mc := mapicond.Get(m.Status.Conditions, migration.MigrationCondition)
-		ok := m.Status.AuthoritativeAPI == authority && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+		ok := m.Status.AuthoritativeAPI == want && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
 			(reason == "" || mc != nil && mc.Reason == reason)
 		return ok, describeMachine(m, c) + "; " + cond(m, migration.MigrationCondition), nil
 	})

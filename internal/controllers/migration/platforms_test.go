@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/provider"
 	"github.com/machina-dev/machina/internal/scheme"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -199,7 +199,7 @@ func waitTemplate(t *testing.T, e *testenv.Env, pc platformCase, name, not strin
 		if ref.Kind != pc.provider.InfraMachineTemplate.Kind || tmpl == not || !strings.HasPrefix(tmpl, name+"-") {
 			return false, fmt.Sprintf("infrastructureRef %s/%s", ref.Kind, ref.Name), nil
 		}
-		o := synccommon.Metadata(pc.provider.InfraMachineTemplate)
+		o := authority.Metadata(pc.provider.InfraMachineTemplate)
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: tmpl}, o); err != nil {
 			return false, err.Error(), nil
 		}
@@ -210,7 +210,7 @@ func waitTemplate(t *testing.T, e *testenv.Env, pc platformCase, name, not strin
 }
 
 func listNames(ctx context.Context, e *testenv.Env, gvk schema.GroupVersionKind) ([]string, error) {
-	l := synccommon.MetadataList(gvk)
+	l := authority.MetadataList(gvk)
 	if err := e.Client.List(ctx, l, client.InNamespace("openshift-cluster-api")); err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func watchInfraMachines(t *testing.T, e *testenv.Env, p provider.Provider) *infr
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(context.Background(), synccommon.MetadataList(p.InfraMachine), client.InNamespace("openshift-cluster-api"))
+	w, err := wc.Watch(context.Background(), authority.MetadataList(p.InfraMachine), client.InNamespace("openshift-cluster-api"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func machineHeld(ctx context.Context, e *testenv.Env, pc platformCase, m *machin
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-cluster-api", Name: m.Name}, c); err != nil {
 		return false, err.Error(), nil
 	}
-	infra := synccommon.Metadata(pc.provider.InfraMachine)
+	infra := authority.Metadata(pc.provider.InfraMachine)
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}, infra); err != nil {
 		return false, err.Error(), nil
 	}

@@ -17,10 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/authorityhook"
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -105,7 +104,7 @@ func handEverythingBack(t *testing.T, e *testenv.Env) {
 		}
 	}
 	for i := range checks.Items {
-		if checks.Items[i].Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] != string(mapi) {
+		if checks.Items[i].Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] != string(mapi) {
 			requestCheck(t, e, checks.Items[i].Name, mapi)
 		}
 	}
@@ -165,11 +164,11 @@ func removeMachina(t *testing.T, e *testenv.Env) {
 	for _, o := range objs {
 		// machine-api-operator's controllers write these objects too: read again on a conflict.
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || !controllerutil.ContainsFinalizer(o, synccommon.SyncFinalizer) {
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || !controllerutil.ContainsFinalizer(o, authority.SyncFinalizer) {
 				return err
 			}
 			base := o.DeepCopyObject().(client.Object)
-			controllerutil.RemoveFinalizer(o, synccommon.SyncFinalizer)
+			controllerutil.RemoveFinalizer(o, authority.SyncFinalizer)
 			return e.Client.Patch(ctx, o, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		})
 		if client.IgnoreNotFound(err) != nil {

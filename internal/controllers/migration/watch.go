@@ -42,7 +42,7 @@ var openUpdates = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	return handoverOpen(e.ObjectOld) || handoverOpen(e.ObjectNew)
 }}
 
-// whileNamesakeOpen passes a Cluster API object's events on (to synccommon.ToMachineAPIKey)
+// whileNamesakeOpen passes a Cluster API object's events on (to pairwatch.ToMachineAPIKey)
 // only when its Machine API namesake in ns, read from the cache as a newObj(), has a handover
 // open. A copy the cache shows without one when the event comes is not missed: the write that
 // opens a handover is itself an event of the Machine API copy, which passes whileOpen and

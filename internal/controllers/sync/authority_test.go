@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -59,6 +59,7 @@ func testActiveCAPIMachineNotMirror(t *testing.T, p platform) {
 	ctx := context.Background()
 	name := p.name("not-mirror")
 	p.handMadeCAPIMachine(t, e, name, false, nil)
+	p.waitInfraSeen(t, e, name)
 	before, err := getCAPI(ctx, e, name)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func testActiveCAPIMachineNotMirror(t *testing.T, p platform) {
 	if err := e.Client.Create(ctx, p.mapiMachine(name, machinev1beta1.MachineAuthorityMachineAPI)); err != nil {
 		t.Fatal(err)
 	}
-	waitNotMirror(t, e, name, synccommon.ClusterAPIMachineNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
+	waitNotMirror(t, e, name, authority.ClusterAPIMachineNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
 		m, err := getMAPI(ctx, e, name)
 		if err != nil {
 			return nil, "", err
@@ -88,7 +89,7 @@ func testActiveCAPIMachineNotMirror(t *testing.T, p platform) {
 	if im, err := p.infraMachine(ctx, e, name); err != nil || im.GetResourceVersion() != infraBefore.GetResourceVersion() {
 		t.Errorf("its %s was written or lost: %v", p.provider.InfraMachine.Kind, err)
 	}
-	waitEvent(t, e, "Machine", name, synccommon.ClusterAPIMachineNotMirrorReason)
+	waitEvent(t, e, "Machine", name, authority.ClusterAPIMachineNotMirrorReason)
 
 	// The user resolves the conflict by deleting the Cluster API Machine (and its InfraMachine):
 	// the sync then makes its own paused mirror.
@@ -106,7 +107,7 @@ func testActiveCAPIMachineNotMirror(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return c.UID != before.UID && pausedAnnotated(c) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer),
+		return c.UID != before.UID && pausedAnnotated(c) && controllerutil.ContainsFinalizer(c, authority.SyncFinalizer),
 			fmt.Sprintf("uid %s annotations %v finalizers %v", c.UID, c.Annotations, c.Finalizers), nil
 	})
 }
@@ -129,7 +130,7 @@ func testActiveCAPIMachineSetNotMirror(t *testing.T, p platform) {
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	waitNotMirror(t, e, name, synccommon.ClusterAPIMachineSetNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
+	waitNotMirror(t, e, name, authority.ClusterAPIMachineSetNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
 		m := &machinev1beta1.MachineSet{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
 			return nil, "", err
@@ -149,8 +150,8 @@ func testActiveCAPIMachineSetNotMirror(t *testing.T, p platform) {
 		}
 		m := &list.Items[0]
 		machine = m.Name
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
-		return c != nil && c.Reason == synccommon.ClusterAPIMachineSetNotMirrorReason && strings.Contains(c.Message, capiNS+"/"+name),
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
+		return c != nil && c.Reason == authority.ClusterAPIMachineSetNotMirrorReason && strings.Contains(c.Message, capiNS+"/"+name),
 			mapiCond(m.Status.Conditions), nil
 	})
 	if _, err := getCAPI(ctx, e, machine); !apierrors.IsNotFound(err) {
@@ -164,7 +165,7 @@ func testActiveCAPIMachineSetNotMirror(t *testing.T, p platform) {
 		t.Errorf("the active Cluster API MachineSet was written: resourceVersion %s → %s, annotations %v, finalizers %v",
 			before.ResourceVersion, after.ResourceVersion, after.Annotations, after.Finalizers)
 	}
-	waitEvent(t, e, "MachineSet", name, synccommon.ClusterAPIMachineSetNotMirrorReason)
+	waitEvent(t, e, "MachineSet", name, authority.ClusterAPIMachineSetNotMirrorReason)
 
 	if err := e.Client.Delete(ctx, after); err != nil {
 		t.Fatal(err)
@@ -179,8 +180,8 @@ func testActiveCAPIMachineSetNotMirror(t *testing.T, p platform) {
 			return false, err.Error(), nil
 		}
 		ref := metav1.GetControllerOf(cm)
-		return c.UID != before.UID && pausedAnnotated(c) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer) &&
-				mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) && ref != nil && ref.UID == c.UID,
+		return c.UID != before.UID && pausedAnnotated(c) && controllerutil.ContainsFinalizer(c, authority.SyncFinalizer) &&
+				mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) && ref != nil && ref.UID == c.UID,
 			fmt.Sprintf("annotations %v finalizers %v %s machine controller %v", c.Annotations, c.Finalizers, mapiCond(m.Status.Conditions), ref), nil
 	})
 	if err := e.Client.Delete(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
@@ -194,14 +195,14 @@ func waitNotMirror(t *testing.T, e *testenv.Env, name, reason string,
 	get func(context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error)) {
 	t.Helper()
 	e.Eventually(60*time.Second, name+" reports "+reason, func(ctx context.Context) (bool, string, error) {
-		conds, authority, err := get(ctx)
+		conds, current, err := get(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(conds, synccommon.SynchronizedCondition)
-		return authority == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Status == corev1.ConditionFalse &&
+		c := mapicond.Get(conds, authority.SynchronizedCondition)
+		return current == machinev1beta1.MachineAuthorityMachineAPI && c != nil && c.Status == corev1.ConditionFalse &&
 				c.Reason == reason && strings.Contains(c.Message, capiNS+"/"+name),
-			fmt.Sprintf("authority %q %s", authority, mapiCond(conds)), nil
+			fmt.Sprintf("authority %q %s", current, mapiCond(conds)), nil
 	})
 }
 
@@ -235,7 +236,7 @@ func testDeletedBesideNotMirror(t *testing.T, p platform) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stripFinalizers(t, e, mirror, synccommon.SyncFinalizer, clusterv1.MachineFinalizer)
+		stripFinalizers(t, e, mirror, authority.SyncFinalizer, clusterv1.MachineFinalizer)
 		infra := p.emptyInfraMachine()
 		infra.SetNamespace(capiNS)
 		infra.SetName(name)
@@ -276,7 +277,7 @@ func testDeletedBesideNotMirror(t *testing.T, p platform) {
 		if err := e.Client.Create(ctx, ms); err != nil {
 			t.Fatal(err)
 		}
-		waitNotMirror(t, e, name, synccommon.ClusterAPIMachineSetNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
+		waitNotMirror(t, e, name, authority.ClusterAPIMachineSetNotMirrorReason, func(ctx context.Context) ([]machinev1beta1.Condition, machinev1beta1.MachineAuthority, error) {
 			m := &machinev1beta1.MachineSet{}
 			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ms), m); err != nil {
 				return nil, "", err

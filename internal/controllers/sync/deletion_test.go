@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/cloud/api"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -123,12 +123,12 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		m, instance := runningMirrored(t, e, p, name)
 		addCAPIFinalizer(t, e, name)
 		c, _ := getCAPI(ctx, e, name)
-		for _, f := range []string{machinev1beta1.MachineFinalizer, synccommon.SyncFinalizer} {
+		for _, f := range []string{machinev1beta1.MachineFinalizer, authority.SyncFinalizer} {
 			if !controllerutil.ContainsFinalizer(m, f) {
 				t.Fatalf("Machine API copy lacks %s: %v", f, m.Finalizers)
 			}
 		}
-		for _, f := range []string{clusterv1.MachineFinalizer, synccommon.SyncFinalizer} {
+		for _, f := range []string{clusterv1.MachineFinalizer, authority.SyncFinalizer} {
 			if !controllerutil.ContainsFinalizer(c, f) {
 				t.Fatalf("Cluster API copy lacks %s: %v", f, c.Finalizers)
 			}
@@ -158,7 +158,7 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		if err := e.Client.Delete(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		stripFinalizers(t, e, c, synccommon.SyncFinalizer, clusterv1.MachineFinalizer)
+		stripFinalizers(t, e, c, authority.SyncFinalizer, clusterv1.MachineFinalizer)
 		if err := e.Client.Delete(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func testDeletionFinalizers(t *testing.T, p platform) {
 		if err := e.Client.Delete(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		stripFinalizers(t, e, m, synccommon.SyncFinalizer)
+		stripFinalizers(t, e, m, authority.SyncFinalizer)
 		e.StartManager()
 		waitGoneOnceTerminated(t, e, name, instance, before)
 	})
@@ -295,8 +295,8 @@ func testLeftoverInfraNotAdopted(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
-		return c != nil && c.Reason == synccommon.MirrorWriteFailedReason && strings.Contains(c.Message, "00000000-0000-0000-0000-00000000dead"), synchronized(m), nil
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
+		return c != nil && c.Reason == authority.MirrorWriteFailedReason && strings.Contains(c.Message, "00000000-0000-0000-0000-00000000dead"), synchronized(m), nil
 	})
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(leftover), leftover); err != nil {
 		t.Fatal(err)

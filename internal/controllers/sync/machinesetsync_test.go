@@ -13,7 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -44,7 +44,7 @@ func testMachineSetMirror(t *testing.T, p platform) {
 		}
 		capi = c
 		_, paused := c.Annotations[clusterv1.PausedAnnotation]
-		return paused && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+		return paused && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
 				m.Status.SynchronizedGeneration == m.Generation && ptr.Deref(c.Status.ReadyReplicas, 0) == 2,
 			fmt.Sprintf("paused %v mapi status %+v capi status %+v", paused, m.Status, c.Status), nil
 	})
@@ -59,8 +59,8 @@ func testMachineSetMirror(t *testing.T, p platform) {
 	if it := instanceTypeOf(tmpl, true); it != p.types[1] {
 		t.Errorf("template instance type %q, want %q", it, p.types[1])
 	}
-	if _, paused := tmpl.GetAnnotations()[clusterv1.PausedAnnotation]; !paused || tmpl.GetAnnotations()[synccommon.MirrorOfAnnotation] != "MachineSet/"+workers {
-		t.Errorf("template mirror must be paused and marked %s=MachineSet/%s: %v", synccommon.MirrorOfAnnotation, workers, tmpl.GetAnnotations())
+	if _, paused := tmpl.GetAnnotations()[clusterv1.PausedAnnotation]; !paused || tmpl.GetAnnotations()[authority.MirrorOfAnnotation] != "MachineSet/"+workers {
+		t.Errorf("template mirror must be paused and marked %s=MachineSet/%s: %v", authority.MirrorOfAnnotation, workers, tmpl.GetAnnotations())
 	}
 	// The Machines' Cluster API copies belong to the Cluster API MachineSet.
 	var machines clusterv1.MachineList
@@ -141,7 +141,7 @@ func testNonAuthoritativeMachineSetDeleted(t *testing.T, p platform) {
 		t.Fatalf("the Cluster API MachineSet must keep running on its own: %v", err)
 	}
 	for _, f := range c.Finalizers {
-		if f == synccommon.SyncFinalizer {
+		if f == authority.SyncFinalizer {
 			t.Errorf("sync finalizer left behind: %v", c.Finalizers)
 		}
 	}

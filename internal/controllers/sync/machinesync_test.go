@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/provider"
@@ -50,7 +50,7 @@ func getCAPI(ctx context.Context, e *testenv.Env, name string) (*clusterv1.Machi
 }
 
 func synchronized(m *machinev1beta1.Machine) string {
-	c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
+	c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
 	if c == nil {
 		return "<none>"
 	}
@@ -65,7 +65,7 @@ func waitSynchronized(t *testing.T, e *testenv.Env, name string) *machinev1beta1
 		if m, err = getMAPI(ctx, e, name); err != nil {
 			return false, err.Error(), nil
 		}
-		return mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) && m.Status.SynchronizedGeneration > 0,
+		return mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) && m.Status.SynchronizedGeneration > 0,
 			synchronized(m), nil
 	})
 	return m
@@ -76,13 +76,14 @@ func waitSynchronized(t *testing.T, e *testenv.Env, name string) *machinev1beta1
 // InfraMachineTemplate mirrors, pause and finalizers depend on the platform — runs once per
 // platform (sim, aws) as nested subtests, on objects told apart by name prefix. The Machine API
 // side of both platforms is provisioned by its real actuator (the simulated provider's, and the
-// AWS actuator of group "aws" through the simulated cloud's EC2 front). No Cluster API
-// infrastructure provider runs in this suite (it runs no Cluster API controllers), so nothing
-// writes an InfraMachine's provider fields here; the migration suite, which needs them on AWS,
+// AWS actuator of group "aws" through the simulated cloud's EC2 front). No Cluster API core
+// controller runs in this suite, so no Cluster's infrastructure is ever provisioned and the
+// simulated provider's SimMachine controller (group "sim") launches nothing: nothing writes an
+// InfraMachine's provider fields here; the migration suite, which needs them on AWS,
 // writes them from the test. The MachineHealthCheck subtests involve no platform and run once.
 func TestSync(t *testing.T) {
 	t.Parallel() // its own lab, beside TestAutoscalerOnMirrors'
-	env = testenv.Start(t, testenv.Options{Groups: "machineapi,aws,sync", EC2: true})
+	env = testenv.Start(t, testenv.Options{Groups: "machineapi,sim,aws,sync", EC2: true})
 	seedCluster(t, env)
 	env.ServeAWSMachines("us-east-1")
 	perPlatform := func(f func(*testing.T, platform)) func(*testing.T) {
@@ -125,6 +126,7 @@ func TestSync(t *testing.T) {
 	t.Run("MachineHealthCheckMirror", testMHCMirror)
 	t.Run("MachineHealthCheckClusterAPIOnlyFeatureLeftOut", testMHCClusterAPIOnlyFeatureReported)
 	t.Run("MachineHealthCheckLeftoverPausedMirror", testMHCLeftoverPausedMirror)
+	t.Run("ClusterAPIAuthoritativeMachineHealthCheckDeleted_MachineAPICopyDeleted", testMHCClusterAPIAuthoritativeDeleted)
 	t.Run("LabelAnnotationRemoval_MachineHealthCheck", testMetadataRemovalMHC)
 }
 
@@ -144,7 +146,7 @@ func testMirrorCreated(t *testing.T, p platform) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; !paused || !controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; !paused || !controllerutil.ContainsFinalizer(capi, authority.SyncFinalizer) {
 		t.Errorf("mirror must be paused and carry the sync finalizer: %v %v", capi.Annotations, capi.Finalizers)
 	}
 	if capi.Spec.ClusterName != cluster || capi.Spec.FailureDomain != p.zones[1] || capi.Spec.InfrastructureRef.Kind != p.provider.InfraMachine.Kind {
@@ -159,9 +161,9 @@ func testMirrorCreated(t *testing.T, p platform) {
 	}
 	// No sync finalizer on the InfraMachine (its Machine carries the deletion); the sync's mark
 	// tells admission it is a mirror.
-	if im.GetAnnotations()[synccommon.MirrorOfAnnotation] != "Machine/"+name || controllerutil.ContainsFinalizer(im, synccommon.SyncFinalizer) {
+	if im.GetAnnotations()[authority.MirrorOfAnnotation] != "Machine/"+name || controllerutil.ContainsFinalizer(im, authority.SyncFinalizer) {
 		t.Errorf("%s mirror must be marked %s=Machine/%s, without the sync finalizer: %v %v", p.provider.InfraMachine.Kind,
-			synccommon.MirrorOfAnnotation, name, im.GetAnnotations(), im.GetFinalizers())
+			authority.MirrorOfAnnotation, name, im.GetAnnotations(), im.GetFinalizers())
 	}
 
 	// Status flows from the authoritative side once the Machine API has provisioned it.
@@ -234,8 +236,8 @@ func testUnconvertible(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
-		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == synccommon.ConversionFailedReason &&
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == authority.ConversionFailedReason &&
 			strings.Contains(c.Message, p.unconvertibleField), synchronized(m), nil
 	})
 	if _, err := getCAPI(ctx, e, name); !apierrors.IsNotFound(err) {
@@ -366,7 +368,7 @@ func testPausedMirrorFirst(t *testing.T, p platform) {
 		}
 		itype, _ := specFields(m.Spec.ProviderSpec.Value)
 		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityMachineAPI && itype == p.types[1] &&
-				instanceTypeOf(im, false) == p.types[1] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
+				instanceTypeOf(im, false) == p.types[1] && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition),
 			fmt.Sprintf("status %q spec instance type %q mirror %q %s", m.Status.AuthoritativeAPI, itype, instanceTypeOf(im, false), synchronized(m)), nil
 	})
 }
@@ -423,7 +425,7 @@ func testStandaloneMAPIDeleted(t *testing.T, p platform) {
 	if err != nil || !capi.DeletionTimestamp.IsZero() {
 		t.Fatalf("the authoritative Cluster API Machine must keep running: %v %v", err, capi.DeletionTimestamp)
 	}
-	if controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+	if controllerutil.ContainsFinalizer(capi, authority.SyncFinalizer) {
 		t.Errorf("sync finalizer left on the Cluster API Machine: %v", capi.Finalizers)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/testenv"
 )
 
@@ -184,7 +184,7 @@ func testMetadataRemovalMHC(t *testing.T) {
 	t.Run("ClusterAPIToMachineAPI", func(t *testing.T) {
 		e := env.For(t)
 		m := mapiMHC("meta-mhc-capi")
-		m.Annotations = map[string]string{gate.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
+		m.Annotations = map[string]string{authority.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
 		if err := e.Client.Create(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func testMetadataRemovalMHC(t *testing.T) {
 			func(o client.Object) string {
 				// The Machine API copy's own authority annotations are never touched.
 				a := o.GetAnnotations()
-				if a[gate.MHCAuthoritativeAPIAnnotation] != "ClusterAPI" || a[gate.MHCStatusAuthoritativeAPIAnnotation] != "ClusterAPI" {
+				if a[authority.MHCAuthoritativeAPIAnnotation] != "ClusterAPI" || a[authority.MHCStatusAuthoritativeAPIAnnotation] != "ClusterAPI" {
 					return "authority annotations changed: " + fmt.Sprint(a)
 				}
 				return ""

@@ -3,19 +3,21 @@ package sync_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 )
@@ -46,8 +48,8 @@ func testMHCMirror(t *testing.T) {
 			return false, err.Error(), nil
 		}
 		_, paused := c.Annotations[clusterv1.PausedAnnotation]
-		ok := paused && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
-			m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" &&
+		ok := paused && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
+			m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" &&
 			c.Spec.ClusterName == cluster && ptr.Deref(c.Spec.Checks.NodeStartupTimeoutSeconds, 0) == 600 &&
 			len(c.Spec.Checks.UnhealthyNodeConditions) == 1
 		return ok, fmt.Sprintf("paused %v spec %+v", paused, c.Spec), nil
@@ -68,7 +70,7 @@ func testMHCClusterAPIOnlyFeatureReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mapiMHC("ranged")
-	m.Annotations = map[string]string{gate.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
+	m.Annotations = map[string]string{authority.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
 	if err := e.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +78,10 @@ func testMHCClusterAPIOnlyFeatureReported(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
 			return false, err.Error(), nil
 		}
-		ok := mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
+		ok := mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
 			m.Spec.Selector.MatchLabels["pool"] == "x" && len(m.Spec.UnhealthyConditions) == 0 &&
 			(m.Spec.MaxUnhealthy == nil || m.Spec.MaxUnhealthy.String() != "40%") // the Cluster API copy's, not the one created
-		return ok, fmt.Sprintf("%+v %+v", mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition), m.Spec), nil
+		return ok, fmt.Sprintf("%+v %+v", mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition), m.Spec), nil
 	})
 	e.Eventually(30*time.Second, "a ConversionWarning naming the range", func(ctx context.Context) (bool, string, error) {
 		var events corev1.EventList
@@ -119,8 +121,37 @@ func testMHCLeftoverPausedMirror(t *testing.T) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(leftover), c); err != nil {
 			return false, err.Error(), nil
 		}
-		ok := m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" && gate.HasPausedAnnotation(c) &&
+		ok := m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] == "MachineAPI" && gate.HasPausedAnnotation(c) &&
 			c.Spec.Selector.MatchLabels["machine.openshift.io/cluster-api-machineset"] == "leftover"
-		return ok, fmt.Sprintf("authority %q capi selector %v", m.Annotations[gate.MHCStatusAuthoritativeAPIAnnotation], c.Spec.Selector.MatchLabels), nil
+		return ok, fmt.Sprintf("authority %q capi selector %v", m.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation], c.Spec.Selector.MatchLabels), nil
+	})
+}
+
+// A check requested for the Cluster API: its Cluster API copy is active and held by the sync
+// finalizer. Deleting it deletes the Machine API copy too, and neither stays Terminating (the
+// sync kept converting the deleting check onto its copy and never let it go).
+func testMHCClusterAPIAuthoritativeDeleted(t *testing.T) {
+	e := env.For(t)
+	ctx := context.Background()
+	m := mapiMHC("capi-owned")
+	m.Annotations = map[string]string{authority.MHCAuthoritativeAPIAnnotation: "ClusterAPI"}
+	if err := e.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	c := &clusterv1.MachineHealthCheck{}
+	e.Eventually(60*time.Second, "an active Cluster API check the sync holds", func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "capi-owned"}, c); err != nil {
+			return false, err.Error(), nil
+		}
+		return !gate.HasPausedAnnotation(c) && slices.Contains(c.Finalizers, authority.SyncFinalizer),
+			fmt.Sprintf("annotations %v finalizers %v", c.Annotations, c.Finalizers), nil
+	})
+	if err := e.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "both copies gone", func(ctx context.Context) (bool, string, error) {
+		errM := e.Client.Get(ctx, client.ObjectKeyFromObject(m), &machinev1beta1.MachineHealthCheck{})
+		errC := e.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.MachineHealthCheck{})
+		return apierrors.IsNotFound(errM) && apierrors.IsNotFound(errC), fmt.Sprintf("machine API: %v; cluster API: %v", errM, errC), nil
 	})
 }

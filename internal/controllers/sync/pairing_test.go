@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -40,7 +41,7 @@ func testPausedAtPairing(t *testing.T, p platform) {
 				return false, err.Error(), nil
 			}
 			ok := !gate.HasPausedAnnotation(c) && !gate.HasPausedAnnotation(infra) &&
-				controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer) && controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) &&
+				controllerutil.ContainsFinalizer(c, authority.SyncFinalizer) && controllerutil.ContainsFinalizer(c, clusterv1.MachineFinalizer) &&
 				controllerutil.ContainsFinalizer(infra, p.provider.InfraMachineFinalizers[0])
 			return ok, fmt.Sprintf("machine %v %v, infra %v %v", c.Annotations, c.Finalizers, infra.GetAnnotations(), infra.GetFinalizers()), nil
 		})
@@ -74,7 +75,7 @@ func testPausedAtPairing(t *testing.T, p platform) {
 			if err != nil {
 				return false, err.Error(), nil
 			}
-			ok := !gate.HasPausedAnnotation(c) && !gate.HasPausedAnnotation(tmpl) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer)
+			ok := !gate.HasPausedAnnotation(c) && !gate.HasPausedAnnotation(tmpl) && controllerutil.ContainsFinalizer(c, authority.SyncFinalizer)
 			return ok, fmt.Sprintf("set %v %v, template %v", c.Annotations, c.Finalizers, tmpl.GetAnnotations()), nil
 		})
 		waitEvent(t, e, "MachineSet", name, synccommon.UnpausedAtPairingReason)

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -120,7 +120,7 @@ func testClusterAPIMachineSetDeletedMachinesKept(t *testing.T, p platform) {
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(capiMS), c); err != nil || !c.DeletionTimestamp.IsZero() || c.UID != capiMS.UID {
 		t.Fatalf("the Cluster API MachineSet must keep running: %v %+v", err, c.ObjectMeta)
 	}
-	if controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer) {
+	if controllerutil.ContainsFinalizer(c, authority.SyncFinalizer) {
 		t.Errorf("sync finalizer left on the Cluster API MachineSet: %v", c.Finalizers)
 	}
 	for _, m := range machines {
@@ -216,6 +216,6 @@ func handMachineSetToClusterAPI(t *testing.T, e *testenv.Env, name string) {
 			return false, err.Error(), nil
 		}
 		_, paused := c.Annotations[clusterv1.PausedAnnotation]
-		return !paused && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition), fmt.Sprint(c.Annotations, " ", mapiCond(m.Status.Conditions)), nil
+		return !paused && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition), fmt.Sprint(c.Annotations, " ", mapiCond(m.Status.Conditions)), nil
 	})
 }

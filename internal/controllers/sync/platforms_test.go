@@ -3,7 +3,9 @@ package sync_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +47,10 @@ type platform struct {
 	// front, serving one region, would leave the AWS actuator unable to ever delete.
 	unconvertible      *runtime.RawExtension
 	unconvertibleField string
+	// infraController says a controller of the platform's InfraMachines runs in the suite
+	// (sim's, group "sim"; no CAPA runs here): its first pass over an unpaused InfraMachine
+	// reports the Paused condition, a write.
+	infraController bool
 }
 
 func (p platform) name(n string) string { return p.prefix + n }
@@ -56,6 +62,7 @@ func platforms() []platform {
 			zones: [3]string{"sim-east-1a", "sim-east-1b", "sim-east-1c"}, types: [3]string{"s1.medium", "s1.large", "s1.xlarge"},
 			spec: testenv.SimProviderSpec, region: "sim-east-1",
 			unconvertible: testenv.SimProviderSpec("sim-west-1", "sim-west-1a", "s1.large"), unconvertibleField: "spec.providerSpec.value.region",
+			infraController: true,
 		},
 		{
 			provider: provider.AWS(), prefix: "aws-", uidTag: awsactuator.TagMachineUID,
@@ -174,6 +181,29 @@ func (p platform) handMadeCAPIMachine(t *testing.T, e *testenv.Env, name string,
 			t.Fatal(err)
 		}
 	}
+}
+
+// waitInfraSeen waits for the provider's first pass over the InfraMachine name (its Paused
+// condition), when a provider runs, for a caller that compares its resourceVersion later:
+// that write is the provider's, not the sync's.
+func (p platform) waitInfraSeen(t *testing.T, e *testenv.Env, name string) {
+	t.Helper()
+	if !p.infraController {
+		return
+	}
+	e.Eventually(30*time.Second, "the provider's first pass over "+name, func(ctx context.Context) (bool, string, error) {
+		u, err := p.infraMachine(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == clusterv1.PausedCondition {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprint(conds), nil
+	})
 }
 
 // handMadeCAPIMachineSet creates, as a user would by hand, a Cluster API MachineSet of no

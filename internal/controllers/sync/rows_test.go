@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -38,7 +38,7 @@ func testClusterAPIWithMirror(t *testing.T, p platform) {
 		}
 		itype, zone := specFields(m.Spec.ProviderSpec.Value)
 		return m.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI && itype == p.types[2] && zone == p.zones[2] &&
-				mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition),
+				mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition),
 			fmt.Sprintf("authority %q instance type %q zone %q %s", m.Status.AuthoritativeAPI, itype, zone, synchronized(m)), nil
 	})
 	after, err := getCAPI(ctx, e, name)
@@ -60,7 +60,7 @@ func testClusterAPIWithMirror(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer), fmt.Sprint(c.Finalizers), nil
+		return controllerutil.ContainsFinalizer(c, authority.SyncFinalizer), fmt.Sprint(c.Finalizers), nil
 	})
 	if err := e.Client.Delete(ctx, after); err != nil {
 		t.Fatal(err)
@@ -99,8 +99,8 @@ func testClusterAPIMachineSetFirst(t *testing.T, p platform) {
 			return false, err.Error(), nil
 		}
 		itype, _ := specFields(m.Spec.Template.Spec.ProviderSpec.Value)
-		return itype == p.types[2] && mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) &&
-				controllerutil.ContainsFinalizer(m, synccommon.SyncFinalizer) && controllerutil.ContainsFinalizer(c, synccommon.SyncFinalizer),
+		return itype == p.types[2] && mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) &&
+				controllerutil.ContainsFinalizer(m, authority.SyncFinalizer) && controllerutil.ContainsFinalizer(c, authority.SyncFinalizer),
 			fmt.Sprintf("instance type %q, %s, finalizers %v / %v", itype, mapiCond(m.Status.Conditions), m.Finalizers, c.Finalizers), nil
 	})
 	if err := e.Client.Delete(ctx, cms); err != nil {
@@ -110,7 +110,7 @@ func testClusterAPIMachineSetFirst(t *testing.T, p platform) {
 }
 
 func mapiCond(conds []machinev1beta1.Condition) string {
-	c := mapicond.Get(conds, synccommon.SynchronizedCondition)
+	c := mapicond.Get(conds, authority.SynchronizedCondition)
 	if c == nil {
 		return "no Synchronized condition"
 	}
@@ -162,7 +162,7 @@ func testCAPIMachineAlone(t *testing.T, p platform) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pausedAnnotated(alone) || controllerutil.ContainsFinalizer(alone, synccommon.SyncFinalizer) {
+	if pausedAnnotated(alone) || controllerutil.ContainsFinalizer(alone, authority.SyncFinalizer) {
 		t.Errorf("the standalone Cluster API Machine was touched: annotations %v finalizers %v", alone.Annotations, alone.Finalizers)
 	}
 }

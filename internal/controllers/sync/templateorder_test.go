@@ -14,7 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
 )
@@ -54,8 +54,8 @@ func testTemplateBeforeMachineSet(t *testing.T, p platform) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
-		return c != nil && c.Status == "False" && c.Reason == synccommon.MirrorWriteFailedReason && strings.Contains(c.Message, "held by the test"),
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
+		return c != nil && c.Status == "False" && c.Reason == authority.MirrorWriteFailedReason && strings.Contains(c.Message, "held by the test"),
 			fmt.Sprintf("Synchronized %+v", c), nil
 	})
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, &clusterv1.MachineSet{}); !apierrors.IsNotFound(err) {
@@ -76,10 +76,34 @@ func testTemplateBeforeMachineSet(t *testing.T, p platform) {
 			return false, err.Error(), nil
 		}
 		ref := metav1.GetControllerOf(tmpl)
-		return mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) && m.Status.SynchronizedGeneration == c.Generation &&
+		return mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) && m.Status.SynchronizedGeneration == c.Generation &&
 				ref != nil && ref.UID == c.UID,
 			fmt.Sprintf("Synchronized %+v at %d (Cluster API generation %d), template controller %v",
-				mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition), m.Status.SynchronizedGeneration, c.Generation, ref), nil
+				mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition), m.Status.SynchronizedGeneration, c.Generation, ref), nil
+	})
+
+	// A pass stopped between writing the Cluster API MachineSet and adopting its template
+	// leaves the template with no controller; the MachineSet, now the source, claims it.
+	tmpl, err := p.infraTemplate(ctx, e, templateName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := tmpl.DeepCopy()
+	orphan.SetOwnerReferences(nil)
+	if err := e.Client.Patch(ctx, orphan, client.MergeFromWithOptions(tmpl, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the orphaned template claimed by the Cluster API MachineSet", func(ctx context.Context) (bool, string, error) {
+		_, c, err := getMS(ctx, e, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		tmpl, err := p.infraTemplate(ctx, e, templateName)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ref := metav1.GetControllerOf(tmpl)
+		return ref != nil && ref.UID == c.UID, fmt.Sprintf("template controller %v", ref), nil
 	})
 
 	// The Cluster API copy, now the source, pointed at a template that is not there.
@@ -101,8 +125,8 @@ func testTemplateBeforeMachineSet(t *testing.T, p platform) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, m); err != nil {
 			return false, err.Error(), nil
 		}
-		c := mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)
-		return c != nil && c.Status == "False" && c.Reason == synccommon.TemplateNotFoundReason && strings.Contains(c.Message, name+"-missing"),
+		c := mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)
+		return c != nil && c.Status == "False" && c.Reason == authority.TemplateNotFoundReason && strings.Contains(c.Message, name+"-missing"),
 			fmt.Sprintf("Synchronized %+v", c), nil
 	})
 	setTemplate(templateName)
@@ -111,8 +135,8 @@ func testTemplateBeforeMachineSet(t *testing.T, p platform) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return mapicond.IsTrue(m.Status.Conditions, synccommon.SynchronizedCondition) && m.Status.SynchronizedGeneration == c.Generation,
-			fmt.Sprintf("Synchronized %+v", mapicond.Get(m.Status.Conditions, synccommon.SynchronizedCondition)), nil
+		return mapicond.IsTrue(m.Status.Conditions, authority.SynchronizedCondition) && m.Status.SynchronizedGeneration == c.Generation,
+			fmt.Sprintf("Synchronized %+v", mapicond.Get(m.Status.Conditions, authority.SynchronizedCondition)), nil
 	})
 	// The authoritative copy's deletion takes the pair.
 	if err := e.Client.Delete(ctx, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: name}}); err != nil {

@@ -23,12 +23,12 @@ import (
 
 	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/cloud/ec2"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	awsconvert "github.com/machina-dev/machina/internal/convert/providers/aws"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/testenv"
+	"github.com/machina-dev/machina/internal/userdata"
 )
 
 // capaFieldManager is the field manager of CAPA's writes: its client's user agent.
@@ -117,7 +117,7 @@ func createMachineSet(t *testing.T, e *testenv.Env, cl demo.AWSCluster, name, zo
 	mapiMS := cl.MachineSet(name, zone, 1)
 	// The worker user data Secret OpenShift gives the Cluster API namespace, as the sync
 	// writes it (format ignition).
-	if err := synccommon.EnsureUserData(ctx, e.Client, cl.MachineAPINamespace, cl.ClusterAPINamespace, ptr.To(demo.UserDataSecret), cl.Name); err != nil {
+	if err := userdata.Ensure(ctx, e.Client, cl.MachineAPINamespace, cl.ClusterAPINamespace, ptr.To(demo.UserDataSecret), cl.Name); err != nil {
 		t.Fatal(err)
 	}
 

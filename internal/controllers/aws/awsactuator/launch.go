@@ -44,7 +44,7 @@ func launchInput(m *machinev1beta1.Machine, ps *machinev1beta1.AWSMachineProvide
 		in.UserData = aws.String(base64.StdEncoding.EncodeToString(userData))
 	}
 	ni := ec2types.InstanceNetworkInterfaceSpecification{
-		DeviceIndex:              aws.Int32(int32(ps.DeviceIndex)), //nolint:gosec // validated to 0..31
+		DeviceIndex:              aws.Int32(int32(ps.DeviceIndex)), // validated to 0..31
 		DeleteOnTermination:      aws.Bool(true),
 		Groups:                   r.groups,
 		AssociatePublicIpAddress: ps.PublicIP,
@@ -131,10 +131,10 @@ func blockDevices(devs []machinev1beta1.BlockDeviceMappingSpec, rootDevice strin
 			ebs := &ec2types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true), Encrypted: e.Encrypted,
 				VolumeType: ec2types.VolumeType(ptr.Deref(e.VolumeType, "")), Throughput: e.ThroughputMib}
 			if e.VolumeSize != nil {
-				ebs.VolumeSize = aws.Int32(int32(*e.VolumeSize)) //nolint:gosec // validated to 1..65536
+				ebs.VolumeSize = aws.Int32(int32(*e.VolumeSize)) // validated to 1..65536
 			}
 			if e.Iops != nil && *e.Iops != 0 {
-				ebs.Iops = aws.Int32(int32(*e.Iops)) //nolint:gosec // EC2 refuses what is out of range
+				ebs.Iops = aws.Int32(int32(*e.Iops)) // EC2 refuses what is out of range
 			}
 			if id := kmsKeyID(e.KMSKey); id != "" {
 				ebs.KmsKeyId = aws.String(id)

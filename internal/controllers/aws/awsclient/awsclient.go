@@ -23,7 +23,7 @@ import (
 
 // The keys of a credentials Secret, as OpenShift's cloud credential operator writes them.
 const (
-	SecretAccessKeyID     = "aws_access_key_id"     //nolint:gosec // a key name, not a credential
+	SecretAccessKeyID     = "aws_access_key_id"
 	SecretSecretAccessKey = "aws_secret_access_key" //nolint:gosec // a key name, not a credential
 )
 

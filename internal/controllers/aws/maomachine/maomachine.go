@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-dev/machina/internal/controllers/aws/awsactuator"
+	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -90,7 +91,7 @@ func NewManager(cfg *rest.Config, namespace string, aws awsactuator.Config) (ctr
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s,
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, NewClient: patch.NewClientWithWriteRecord,
 		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {

@@ -13,13 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/events"
@@ -262,20 +263,13 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 // mirrorReady sets InfrastructureReady from the InfraCluster's Ready condition, or from its
 // provisioned flag when it reports no condition.
 func mirrorReady(cl *clusterv1.Cluster, infra *external.Object, provisioned bool) {
-	if c := infra.Condition(clusterv1.ReadyCondition); c != nil {
-		reason := c.Reason
-		if reason == "" {
-			reason = map[bool]string{true: clusterv1.ClusterInfrastructureReadyReason, false: clusterv1.ClusterInfrastructureNotReadyReason}[c.Status == metav1.ConditionTrue]
-		}
-		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, c.Status, reason, c.Message)
-		return
+	fallback := conditions.FallbackCondition{Status: metav1.ConditionTrue, Reason: clusterv1.ClusterInfrastructureReadyReason}
+	if !provisioned {
+		fallback = conditions.FallbackCondition{Status: metav1.ConditionFalse, Reason: clusterv1.ClusterInfrastructureNotReadyReason,
+			Message: fmt.Sprintf("%s %s is not provisioned yet", infra.GetKind(), infra.GetName())}
 	}
-	if provisioned {
-		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionTrue, clusterv1.ClusterInfrastructureReadyReason, "")
-	} else {
-		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse, clusterv1.ClusterInfrastructureNotReadyReason,
-			fmt.Sprintf("%s %s is not provisioned yet", infra.GetKind(), infra.GetName()))
-	}
+	conditions.Set(cl, conds.Mirror(infra.Condition(clusterv1.ReadyCondition), clusterv1.ReadyCondition,
+		clusterv1.ClusterInfrastructureReadyCondition, clusterv1.ClusterInfrastructureReadyReason, clusterv1.ClusterInfrastructureNotReadyReason, fallback))
 }
 
 func (r *Reconciler) setPhase(cl *clusterv1.Cluster, p clusterv1.ClusterPhase) {
@@ -286,7 +280,8 @@ func (r *Reconciler) setPhase(cl *clusterv1.Cluster, p clusterv1.ClusterPhase) {
 	events.Eventf(r.Recorder, cl, corev1.EventTypeNormal, "Phase"+string(p), "Cluster %s is %s", cl.Name, p)
 }
 
+// setCondition sets a condition with the library, which stamps the observed generation,
+// keeps the last transition time while the status holds and orders the list as upstream.
 func setCondition(cl *clusterv1.Cluster, t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: cl.Generation})
+	conditions.Set(cl, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg})
 }

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 )
 
 // reconcileControlPlaneStatus sets ControlPlaneInitialized, ControlPlaneAvailable and
@@ -21,7 +23,7 @@ import (
 // control-plane Machines: initialized once one of them has a Node, counted like standalone
 // Machines, and no ControlPlaneAvailable (see docs/clusterapi.md). It returns the control
 // plane's conditions for the scaling and rollout aggregations (nil without one).
-func (r *Reconciler) reconcileControlPlaneStatus(ctx context.Context, cl *clusterv1.Cluster, d *descendants) *source {
+func (r *Reconciler) reconcileControlPlaneStatus(ctx context.Context, cl *clusterv1.Cluster, d *descendants) conds.Object {
 	ref := cl.Spec.ControlPlaneRef
 	if !ref.IsDefined() {
 		setControlPlaneFromMachines(cl, d)
@@ -68,14 +70,24 @@ func (r *Reconciler) reconcileControlPlaneStatus(ctx context.Context, cl *cluste
 	}
 	mirrorControlPlaneAvailable(cl, cp)
 	setControlPlaneCounters(cl, cp)
-	src := &source{kind: ref.Kind, name: ref.Name}
+	src := &controlPlaneSource{Object: cp}
 	for _, t := range []string{clusterv1.ScalingUpCondition, clusterv1.ScalingDownCondition, clusterv1.RollingOutCondition} {
 		if c := cp.Condition(t); c != nil {
-			src.conditions = append(src.conditions, *c)
+			src.reported = append(src.reported, *c)
 		}
 	}
 	return src
 }
+
+// controlPlaneSource is the control plane object in the scaling and rollout aggregations:
+// the library names it by the object's kind and name, and reads the conditions it reports.
+type controlPlaneSource struct {
+	*external.Object
+	reported []metav1.Condition
+}
+
+// GetConditions implements conditions.Getter.
+func (s *controlPlaneSource) GetConditions() []metav1.Condition { return s.reported }
 
 func isInitialized(cl *clusterv1.Cluster) bool {
 	return meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
@@ -89,20 +101,14 @@ func markInitialized(cl *clusterv1.Cluster) {
 // mirrorControlPlaneAvailable copies the control plane's Available condition, falling back
 // to whether it is initialized.
 func mirrorControlPlaneAvailable(cl *clusterv1.Cluster, cp *external.Object) {
-	if c := cp.Condition(clusterv1.AvailableCondition); c != nil {
-		reason := c.Reason
-		if reason == "" {
-			reason = map[bool]string{true: clusterv1.ClusterControlPlaneAvailableReason, false: clusterv1.ClusterControlPlaneNotAvailableReason}[c.Status == metav1.ConditionTrue]
-		}
-		setCondition(cl, clusterv1.ClusterControlPlaneAvailableCondition, c.Status, reason, c.Message)
-		return
+	fallback := conditions.FallbackCondition{Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneAvailableReason}
+	if !isInitialized(cl) {
+		fallback = conditions.FallbackCondition{Status: metav1.ConditionFalse, Reason: clusterv1.ClusterControlPlaneNotAvailableReason,
+			Message: fmt.Sprintf("%s status.initialization.controlPlaneInitialized is false", cp.GetKind())}
 	}
-	if isInitialized(cl) {
-		setCondition(cl, clusterv1.ClusterControlPlaneAvailableCondition, metav1.ConditionTrue, clusterv1.ClusterControlPlaneAvailableReason, "")
-		return
-	}
-	setCondition(cl, clusterv1.ClusterControlPlaneAvailableCondition, metav1.ConditionFalse, clusterv1.ClusterControlPlaneNotAvailableReason,
-		fmt.Sprintf("%s status.initialization.controlPlaneInitialized is false", cp.GetKind()))
+	conditions.Set(cl, conds.Mirror(cp.Condition(clusterv1.AvailableCondition), clusterv1.AvailableCondition,
+		clusterv1.ClusterControlPlaneAvailableCondition, clusterv1.ClusterControlPlaneAvailableReason,
+		clusterv1.ClusterControlPlaneNotAvailableReason, fallback))
 }
 
 // setControlPlaneCounters copies the control plane's replica counters (absent ones stay unset).

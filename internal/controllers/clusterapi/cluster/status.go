@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 )
 
 // newMachineGrace: a Machine younger than this without an UpToDate condition is left out of
@@ -80,7 +82,7 @@ func add(dst **int32, v *int32) {
 func (s *replicaSums) addMachine(m *clusterv1.Machine) {
 	one, zero := ptr.To[int32](1), ptr.To[int32](0)
 	pick := func(t string) *int32 {
-		if meta.IsStatusConditionTrue(m.Status.Conditions, t) {
+		if conditions.IsTrue(m, t) {
 			return one
 		}
 		return zero
@@ -139,52 +141,42 @@ func setControlPlaneFromMachines(cl *clusterv1.Cluster, d *descendants) {
 // setMachinesConditions sets ControlPlaneMachinesReady/UpToDate and
 // WorkerMachinesReady/UpToDate from the Machines' Ready and UpToDate.
 func setMachinesConditions(cl *clusterv1.Cluster, d *descendants) {
-	type reasons struct{ cond, none, issue, unknown, ok string }
-	set := func(machines []*clusterv1.Machine, t string, rs reasons) {
+	set := func(machines []*clusterv1.Machine, t, cond, none string, rs conds.Reasons) {
 		if t == clusterv1.MachineUpToDateCondition {
 			machines = slices.DeleteFunc(slices.Clone(machines), func(m *clusterv1.Machine) bool {
-				return meta.FindStatusCondition(m.Status.Conditions, t) == nil && time.Since(m.CreationTimestamp.Time) < newMachineGrace
+				return !conditions.Has(m, t) && time.Since(m.CreationTimestamp.Time) < newMachineGrace
 			})
 		}
 		if len(machines) == 0 {
-			setCondition(cl, rs.cond, metav1.ConditionTrue, rs.none, "")
+			setCondition(cl, cond, metav1.ConditionTrue, none, "")
 			return
 		}
-		o := aggregate(machineSources(machines), t, false)
-		setCondition(cl, rs.cond, o.status(false), o.reason(rs.issue, rs.unknown, rs.ok), o.message)
+		conditions.Set(cl, conds.Aggregate(machines, t, cond, conds.Positive, rs))
 	}
-	set(d.controlPlane, clusterv1.MachineReadyCondition, reasons{clusterv1.ClusterControlPlaneMachinesReadyCondition,
-		clusterv1.ClusterControlPlaneMachinesReadyNoReplicasReason, clusterv1.ClusterControlPlaneMachinesNotReadyReason,
-		clusterv1.ClusterControlPlaneMachinesReadyUnknownReason, clusterv1.ClusterControlPlaneMachinesReadyReason})
-	set(d.workers, clusterv1.MachineReadyCondition, reasons{clusterv1.ClusterWorkerMachinesReadyCondition,
-		clusterv1.ClusterWorkerMachinesReadyNoReplicasReason, clusterv1.ClusterWorkerMachinesNotReadyReason,
-		clusterv1.ClusterWorkerMachinesReadyUnknownReason, clusterv1.ClusterWorkerMachinesReadyReason})
-	set(d.controlPlane, clusterv1.MachineUpToDateCondition, reasons{clusterv1.ClusterControlPlaneMachinesUpToDateCondition,
-		clusterv1.ClusterControlPlaneMachinesUpToDateNoReplicasReason, clusterv1.ClusterControlPlaneMachinesNotUpToDateReason,
-		clusterv1.ClusterControlPlaneMachinesUpToDateUnknownReason, clusterv1.ClusterControlPlaneMachinesUpToDateReason})
-	set(d.workers, clusterv1.MachineUpToDateCondition, reasons{clusterv1.ClusterWorkerMachinesUpToDateCondition,
-		clusterv1.ClusterWorkerMachinesUpToDateNoReplicasReason, clusterv1.ClusterWorkerMachinesNotUpToDateReason,
-		clusterv1.ClusterWorkerMachinesUpToDateUnknownReason, clusterv1.ClusterWorkerMachinesUpToDateReason})
-}
-
-func machineSources(machines []*clusterv1.Machine) []source {
-	out := make([]source, 0, len(machines))
-	for _, m := range machines {
-		out = append(out, source{kind: "Machine", name: m.Name, conditions: m.Status.Conditions})
-	}
-	return out
+	set(d.controlPlane, clusterv1.MachineReadyCondition, clusterv1.ClusterControlPlaneMachinesReadyCondition,
+		clusterv1.ClusterControlPlaneMachinesReadyNoReplicasReason, conds.Reasons{Issue: clusterv1.ClusterControlPlaneMachinesNotReadyReason,
+			Unknown: clusterv1.ClusterControlPlaneMachinesReadyUnknownReason, OK: clusterv1.ClusterControlPlaneMachinesReadyReason})
+	set(d.workers, clusterv1.MachineReadyCondition, clusterv1.ClusterWorkerMachinesReadyCondition,
+		clusterv1.ClusterWorkerMachinesReadyNoReplicasReason, conds.Reasons{Issue: clusterv1.ClusterWorkerMachinesNotReadyReason,
+			Unknown: clusterv1.ClusterWorkerMachinesReadyUnknownReason, OK: clusterv1.ClusterWorkerMachinesReadyReason})
+	set(d.controlPlane, clusterv1.MachineUpToDateCondition, clusterv1.ClusterControlPlaneMachinesUpToDateCondition,
+		clusterv1.ClusterControlPlaneMachinesUpToDateNoReplicasReason, conds.Reasons{Issue: clusterv1.ClusterControlPlaneMachinesNotUpToDateReason,
+			Unknown: clusterv1.ClusterControlPlaneMachinesUpToDateUnknownReason, OK: clusterv1.ClusterControlPlaneMachinesUpToDateReason})
+	set(d.workers, clusterv1.MachineUpToDateCondition, clusterv1.ClusterWorkerMachinesUpToDateCondition,
+		clusterv1.ClusterWorkerMachinesUpToDateNoReplicasReason, conds.Reasons{Issue: clusterv1.ClusterWorkerMachinesNotUpToDateReason,
+			Unknown: clusterv1.ClusterWorkerMachinesUpToDateUnknownReason, OK: clusterv1.ClusterWorkerMachinesUpToDateReason})
 }
 
 // workerSources lists the MachineDeployments and, with sets, the MachineSets of their own
 // (MachinePools are left out, as upstream does until they report these conditions).
-func workerSources(d *descendants, sets bool) []source {
-	var out []source
-	for _, md := range d.deployments {
-		out = append(out, source{kind: "MachineDeployment", name: md.Name, conditions: md.Status.Conditions})
+func workerSources(d *descendants, sets bool) []conds.Object {
+	var out []conds.Object
+	for i := range d.deployments {
+		out = append(out, &d.deployments[i])
 	}
 	if sets {
-		for _, ms := range d.sets {
-			out = append(out, source{kind: "MachineSet", name: ms.Name, conditions: ms.Status.Conditions})
+		for i := range d.sets {
+			out = append(out, &d.sets[i])
 		}
 	}
 	return out
@@ -192,55 +184,50 @@ func workerSources(d *descendants, sets bool) []source {
 
 // setWorkerConditions sets WorkersAvailable, RollingOut, ScalingUp and ScalingDown from the
 // MachineDeployments (and, for scaling, the MachineSets of their own and a control plane that
-// reports the condition).
-func setWorkerConditions(cl *clusterv1.Cluster, d *descendants, cp *source) {
+// reports the condition; cp is nil without one).
+func setWorkerConditions(cl *clusterv1.Cluster, d *descendants, cp conds.Object) {
 	if len(d.deployments) == 0 {
 		setCondition(cl, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionTrue, clusterv1.ClusterWorkersAvailableNoWorkersReason, "")
 	} else {
-		o := aggregate(workerSources(d, false), clusterv1.AvailableCondition, false)
-		setCondition(cl, clusterv1.ClusterWorkersAvailableCondition, o.status(false), o.reason(clusterv1.ClusterWorkersNotAvailableReason,
-			clusterv1.ClusterWorkersAvailableUnknownReason, clusterv1.ClusterWorkersAvailableReason), o.message)
-	}
-	withCP := func(t string, sets bool) []source {
-		srcs := workerSources(d, sets)
-		if cp != nil && meta.FindStatusCondition(cp.conditions, t) != nil {
-			srcs = append([]source{*cp}, srcs...)
-		}
-		return srcs
+		conditions.Set(cl, conds.Aggregate(workerSources(d, false), clusterv1.AvailableCondition, clusterv1.ClusterWorkersAvailableCondition,
+			conds.Positive, conds.Reasons{Issue: clusterv1.ClusterWorkersNotAvailableReason,
+				Unknown: clusterv1.ClusterWorkersAvailableUnknownReason, OK: clusterv1.ClusterWorkersAvailableReason}))
 	}
 	for _, n := range []struct {
-		cond, t             string
-		sets                bool
-		yes, unknown, never string
+		cond, t string
+		sets    bool
+		rs      conds.Reasons
 	}{
-		{clusterv1.ClusterRollingOutCondition, clusterv1.RollingOutCondition, false,
-			clusterv1.ClusterRollingOutReason, clusterv1.ClusterRollingOutUnknownReason, clusterv1.ClusterNotRollingOutReason},
-		{clusterv1.ClusterScalingUpCondition, clusterv1.ScalingUpCondition, true,
-			clusterv1.ClusterScalingUpReason, clusterv1.ClusterScalingUpUnknownReason, clusterv1.ClusterNotScalingUpReason},
-		{clusterv1.ClusterScalingDownCondition, clusterv1.ScalingDownCondition, true,
-			clusterv1.ClusterScalingDownReason, clusterv1.ClusterScalingDownUnknownReason, clusterv1.ClusterNotScalingDownReason},
+		{clusterv1.ClusterRollingOutCondition, clusterv1.RollingOutCondition, false, conds.Reasons{Issue: clusterv1.ClusterRollingOutReason,
+			Unknown: clusterv1.ClusterRollingOutUnknownReason, OK: clusterv1.ClusterNotRollingOutReason}},
+		{clusterv1.ClusterScalingUpCondition, clusterv1.ScalingUpCondition, true, conds.Reasons{Issue: clusterv1.ClusterScalingUpReason,
+			Unknown: clusterv1.ClusterScalingUpUnknownReason, OK: clusterv1.ClusterNotScalingUpReason}},
+		{clusterv1.ClusterScalingDownCondition, clusterv1.ScalingDownCondition, true, conds.Reasons{Issue: clusterv1.ClusterScalingDownReason,
+			Unknown: clusterv1.ClusterScalingDownUnknownReason, OK: clusterv1.ClusterNotScalingDownReason}},
 	} {
-		srcs := withCP(n.t, n.sets)
+		srcs := workerSources(d, n.sets)
+		if cp != nil && conditions.Has(cp, n.t) {
+			srcs = append([]conds.Object{cp}, srcs...)
+		}
 		if len(srcs) == 0 {
-			setCondition(cl, n.cond, metav1.ConditionFalse, n.never, "")
+			setCondition(cl, n.cond, metav1.ConditionFalse, n.rs.OK, "")
 			continue
 		}
-		o := aggregate(srcs, n.t, true)
-		setCondition(cl, n.cond, o.status(true), o.reason(n.yes, n.unknown, n.never), o.message)
+		conditions.Set(cl, conds.Aggregate(srcs, n.t, n.cond, conds.Negative, n.rs))
 	}
 }
 
 // setRemediating: True while Machines of the Cluster (MachinePool Machines aside) wait for
 // their owner to remediate them; otherwise False, naming unhealthy Machines nobody remediates.
 func setRemediating(cl *clusterv1.Cluster, d *descendants) {
-	var toRemediate []source
+	var toRemediate []*clusterv1.Machine
 	var unhealthy []string
 	for _, m := range slices.Concat(d.controlPlane, d.workers) {
-		if !meta.IsStatusConditionFalse(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition) {
+		if !conditions.IsFalse(m, clusterv1.MachineHealthCheckSucceededCondition) {
 			continue
 		}
-		if meta.IsStatusConditionFalse(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition) {
-			toRemediate = append(toRemediate, source{kind: "Machine", name: m.Name, conditions: m.Status.Conditions})
+		if conditions.IsFalse(m, clusterv1.MachineOwnerRemediatedCondition) {
+			toRemediate = append(toRemediate, m)
 		} else {
 			unhealthy = append(unhealthy, m.Name)
 		}
@@ -254,47 +241,52 @@ func setRemediating(cl *clusterv1.Cluster, d *descendants) {
 		setCondition(cl, clusterv1.ClusterRemediatingCondition, metav1.ConditionFalse, clusterv1.ClusterNotRemediatingReason, msg)
 		return
 	}
-	o := aggregate(toRemediate, clusterv1.MachineOwnerRemediatedCondition, false)
-	setCondition(cl, clusterv1.ClusterRemediatingCondition, metav1.ConditionTrue, clusterv1.ClusterRemediatingReason, o.message)
+	conditions.Set(cl, conds.Remediating(toRemediate, clusterv1.ClusterRemediatingReason))
+}
+
+// shortList joins the first three names, "a, b, c, ... (2 more)".
+func shortList(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d more)", strings.Join(names[:3], ", "), len(names)-3)
 }
 
 // setAvailable summarises the Cluster: Deleting (negative), RemoteConnectionProbe,
 // InfrastructureReady, ControlPlaneAvailable (when the Cluster has a control plane object),
 // WorkersAvailable and spec.availabilityGates.
 func setAvailable(cl *clusterv1.Cluster) {
-	types := []string{clusterv1.ClusterRemoteConnectionProbeCondition, clusterv1.ClusterInfrastructureReadyCondition}
+	types := conditions.ForConditionTypes{clusterv1.ClusterDeletingCondition, clusterv1.ClusterRemoteConnectionProbeCondition,
+		clusterv1.ClusterInfrastructureReadyCondition}
 	if cl.Spec.ControlPlaneRef.IsDefined() {
 		types = append(types, clusterv1.ClusterControlPlaneAvailableCondition)
 	}
 	types = append(types, clusterv1.ClusterWorkersAvailableCondition)
-	negative := map[string]bool{clusterv1.ClusterDeletingCondition: true}
+	negative := []string{clusterv1.ClusterDeletingCondition}
 	for _, g := range cl.Spec.AvailabilityGates {
 		types = append(types, g.ConditionType)
-		negative[g.ConditionType] = g.Polarity == clusterv1.NegativePolarityCondition
-	}
-	var issues, unknowns []string
-	for _, t := range append([]string{clusterv1.ClusterDeletingCondition}, types...) {
-		c := meta.FindStatusCondition(cl.Status.Conditions, t)
-		switch {
-		case c == nil:
-			unknowns = append(unknowns, "* "+t+": Condition not yet reported")
-		case c.Status == metav1.ConditionUnknown:
-			unknowns = append(unknowns, line(c))
-		case (c.Status == metav1.ConditionTrue) == negative[t] && !deletedInfra(cl, c):
-			issues = append(issues, line(c))
+		if g.Polarity == clusterv1.NegativePolarityCondition {
+			negative = append(negative, g.ConditionType)
 		}
 	}
-	o := outcome{issue: len(issues) > 0, unknown: len(unknowns) > 0}
-	msg := strings.Join(slices.Concat(issues, unknowns), "\n")
-	setCondition(cl, clusterv1.ClusterAvailableCondition, o.status(false),
-		o.reason(clusterv1.ClusterNotAvailableReason, clusterv1.ClusterAvailableUnknownReason, clusterv1.ClusterAvailableReason), msg)
-}
-
-func line(c *metav1.Condition) string {
-	if c.Message == "" {
-		return "* " + c.Type + ": " + c.Reason
+	byStatus := conditions.GetDefaultMergePriorityFunc(negative...)
+	priority := func(c metav1.Condition) conditions.MergePriority {
+		if deletedInfra(cl, &c) {
+			return conditions.InfoMergePriority
+		}
+		return byStatus(c)
 	}
-	return "* " + c.Type + ": " + c.Message
+	c, err := conditions.NewSummaryCondition(cl, clusterv1.ClusterAvailableCondition, types,
+		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(conditions.GetPriorityFunc(priority),
+			conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(clusterv1.ClusterNotAvailableReason,
+				clusterv1.ClusterAvailableUnknownReason, clusterv1.ClusterAvailableReason)))})
+	if err != nil {
+		// Only a gate on Available itself gets here: the library refuses to summarise a
+		// condition into itself.
+		setCondition(cl, clusterv1.ClusterAvailableCondition, metav1.ConditionUnknown, clusterv1.ClusterAvailableInternalErrorReason, err.Error())
+		return
+	}
+	conditions.Set(cl, *c)
 }
 
 // deletedInfra: while the Cluster is deleted, an InfraCluster going away is expected.

@@ -7,10 +7,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 )
 
@@ -55,22 +58,6 @@ func TestWorkersCountsAndMachinesConditions(t *testing.T) {
 	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1.ClusterControlPlaneMachinesReadyCondition); c.Status != metav1.ConditionTrue ||
 		c.Reason != clusterv1.ClusterControlPlaneMachinesReadyNoReplicasReason {
 		t.Errorf("ControlPlaneMachinesReady without control-plane Machines = %s/%s, want True/NoReplicas", c.Status, c.Reason)
-	}
-}
-
-// An aggregated message names up to three sources per message, the most shared message
-// first, at most three lines, and counts the sources left out.
-func TestAggregateMessage(t *testing.T) {
-	var srcs []source
-	for i, msg := range []string{"disk", "net", "disk", "cpu", "mem", "disk", "disk"} {
-		srcs = append(srcs, source{kind: "Machine", name: string(rune('a' + i)), conditions: []metav1.Condition{
-			{Type: clusterv1.ReadyCondition, Status: metav1.ConditionFalse, Message: msg}}})
-	}
-	srcs = append(srcs, source{kind: "MachineSet", name: "ms"})
-	o := aggregate(srcs, clusterv1.ReadyCondition, false)
-	want := "* Machines a, c, f, ... (1 more): disk\n* Machine d: cpu\n* Machine e: mem\nAnd 1 Machine with other issues"
-	if !o.issue || o.message != want {
-		t.Errorf("aggregate = issue %v %q, want the issues only:\n%s", o.issue, o.message, want)
 	}
 }
 
@@ -123,5 +110,41 @@ func TestStatusWritesOnlyOnChange(t *testing.T) {
 	setCondition(third, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionTrue, "Available", "")
 	if wait := r.holdStatus(key, first, third); wait != 0 {
 		t.Errorf("condition status change: hold %s, want 0", wait)
+	}
+}
+
+// While the Cluster is deleted, Available leaves out an InfraCluster that is going away: only
+// Deleting is named.
+func TestAvailableWhileDeleting(t *testing.T) {
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.Now())}}
+	for _, ty := range []string{clusterv1.ClusterRemoteConnectionProbeCondition, clusterv1.ClusterWorkersAvailableCondition} {
+		setCondition(cl, ty, metav1.ConditionTrue, "Fine", "")
+	}
+	setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse, clusterv1.ClusterInfrastructureDeletedReason, "gone")
+	setCondition(cl, clusterv1.ClusterDeletingCondition, metav1.ConditionTrue, WaitingForInfrastructureDeletionReason, "waiting")
+	setAvailable(cl)
+	c := conditions.Get(cl, clusterv1.ClusterAvailableCondition)
+	if c.Status != metav1.ConditionFalse || c.Reason != clusterv1.ClusterNotAvailableReason || c.Message != "* Deleting: waiting" {
+		t.Errorf("Available = %s/%s %q, want False/NotAvailable naming Deleting alone", c.Status, c.Reason, c.Message)
+	}
+}
+
+// The control plane object joins the scaling aggregation under its own kind and name, when
+// it reports the condition.
+func TestScalingNamesTheControlPlane(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("controlplane.cluster.x-k8s.io/v1beta2")
+	u.SetKind("KubeadmControlPlane")
+	u.SetName("cp")
+	cp := &controlPlaneSource{Object: &external.Object{Unstructured: u}, reported: []metav1.Condition{
+		{Type: clusterv1.ScalingUpCondition, Status: metav1.ConditionTrue, Reason: "ScalingUp", Message: "Scaling up from 1 to 3 replicas"}}}
+	cl := &clusterv1.Cluster{}
+	setWorkerConditions(cl, &descendants{}, cp)
+	c := conditions.Get(cl, clusterv1.ClusterScalingUpCondition)
+	if c.Status != metav1.ConditionTrue || c.Reason != clusterv1.ClusterScalingUpReason || c.Message != "* KubeadmControlPlane cp: Scaling up from 1 to 3 replicas" {
+		t.Errorf("ScalingUp = %s/%s %q", c.Status, c.Reason, c.Message)
+	}
+	if c := conditions.Get(cl, clusterv1.ClusterScalingDownCondition); c.Status != metav1.ConditionFalse || c.Reason != clusterv1.ClusterNotScalingDownReason {
+		t.Errorf("ScalingDown without sources = %s/%s, want False/NotScalingDown", c.Status, c.Reason)
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capierrors "sigs.k8s.io/cluster-api/api/deprecated/errors"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/requeue"
 )
@@ -188,24 +190,13 @@ func mirrorInfraReady(m *clusterv1.Machine, infra *external.Object) {
 			ptr.Deref(d.FailureMessage, ""))
 		return
 	}
-	if c := infra.Condition(clusterv1.ReadyCondition); c != nil && c.Status != "" {
-		reason := c.Reason
-		if reason == "" {
-			if c.Status == metav1.ConditionTrue {
-				reason = clusterv1.MachineInfrastructureReadyReason
-			} else {
-				reason = clusterv1.MachineInfrastructureNotReadyReason
-			}
-		}
-		setCondition(m, clusterv1.MachineInfrastructureReadyCondition, c.Status, reason, c.Message)
-		return
+	fallback := conditions.FallbackCondition{Status: metav1.ConditionTrue, Reason: clusterv1.MachineInfrastructureReadyReason}
+	if !infra.Provisioned("provisioned") {
+		fallback = conditions.FallbackCondition{Status: metav1.ConditionFalse, Reason: clusterv1.MachineInfrastructureNotReadyReason,
+			Message: fmt.Sprintf("%s %s is not provisioned yet", infra.GetKind(), infra.GetName())}
 	}
-	if infra.Provisioned("provisioned") {
-		setCondition(m, clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionTrue, clusterv1.MachineInfrastructureReadyReason, "")
-		return
-	}
-	setCondition(m, clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionFalse, clusterv1.MachineInfrastructureNotReadyReason,
-		fmt.Sprintf("%s %s is not provisioned yet", infra.GetKind(), infra.GetName()))
+	conditions.Set(m, conds.Mirror(infra.Condition(clusterv1.ReadyCondition), clusterv1.ReadyCondition,
+		clusterv1.MachineInfrastructureReadyCondition, clusterv1.MachineInfrastructureReadyReason, clusterv1.MachineInfrastructureNotReadyReason, fallback))
 }
 
 // fail surfaces a terminal failure: it is kept in status.deprecated.v1beta1 and moves the

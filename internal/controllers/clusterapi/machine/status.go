@@ -2,26 +2,26 @@ package machine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	"github.com/machina-dev/machina/internal/events"
 )
 
+// setCondition sets a condition with the library, which stamps the observed generation,
+// keeps the last transition time while the status holds and orders the list as upstream.
 func setCondition(m *clusterv1.Machine, t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: m.Generation})
+	conditions.Set(m, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg})
 }
 
 func isTrue(m *clusterv1.Machine, t string) bool {
-	return meta.IsStatusConditionTrue(m.Status.Conditions, t)
+	return conditions.IsTrue(m, t)
 }
 
 func metaOwnerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerReference {
@@ -78,54 +78,49 @@ func isProvisioned(m *clusterv1.Machine) bool {
 // been True for spec.minReadySeconds; setReady returns how long until then (0: nothing to
 // wait for).
 func setReady(m *clusterv1.Machine) time.Duration {
-	var notReady []string
-	for _, t := range []string{clusterv1.MachineBootstrapConfigReadyCondition, clusterv1.MachineInfrastructureReadyCondition,
-		clusterv1.MachineNodeHealthyCondition} {
-		if !isTrue(m, t) {
-			notReady = append(notReady, t)
-		}
-	}
-	switch gates := unmetReadinessGates(m); {
-	case !m.DeletionTimestamp.IsZero():
+	if m.DeletionTimestamp.IsZero() {
+		conditions.Set(m, readySummary(m))
+	} else {
 		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionFalse, clusterv1.MachineNotReadyReason, "the Machine is being deleted")
-	case len(notReady) == 0 && len(gates) == 0:
-		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionTrue, clusterv1.MachineReadyReason, "")
-	default:
-		var parts []string
-		if len(notReady) > 0 {
-			parts = append(parts, "not true: "+strings.Join(notReady, ", "))
-		}
-		if len(gates) > 0 {
-			parts = append(parts, "readiness gates not met: "+strings.Join(gates, ", "))
-		}
-		setCondition(m, clusterv1.MachineReadyCondition, metav1.ConditionFalse, clusterv1.MachineNotReadyReason, strings.Join(parts, "; "))
 	}
 	return setAvailable(m, time.Now())
 }
 
-// unmetReadinessGates lists the spec.readinessGates whose condition is missing or does not
-// have its normal status, each with what it has.
-func unmetReadinessGates(m *clusterv1.Machine) []string {
-	var out []string
+// readySummary merges BootstrapConfigReady, InfrastructureReady, NodeHealthy and the
+// readiness gates with the library's summary, whose message lists those not at their normal
+// status. Unknown and missing ones count as not ready too: machina's Machine Ready is True or
+// False, never Unknown.
+func readySummary(m *clusterv1.Machine) metav1.Condition {
+	types := conditions.ForConditionTypes{clusterv1.MachineBootstrapConfigReadyCondition, clusterv1.MachineInfrastructureReadyCondition,
+		clusterv1.MachineNodeHealthyCondition}
+	negative := map[string]bool{}
 	for _, g := range m.Spec.ReadinessGates {
-		want := metav1.ConditionTrue
-		if g.Polarity == clusterv1.NegativePolarityCondition {
-			want = metav1.ConditionFalse
-		}
-		switch c := meta.FindStatusCondition(m.Status.Conditions, g.ConditionType); {
-		case c == nil:
-			out = append(out, g.ConditionType+" (missing)")
-		case c.Status != want:
-			out = append(out, fmt.Sprintf("%s (%s, want %s)", g.ConditionType, c.Status, want))
-		}
+		types = append(types, g.ConditionType)
+		negative[g.ConditionType] = g.Polarity == clusterv1.NegativePolarityCondition
 	}
-	return out
+	priority := func(c metav1.Condition) conditions.MergePriority {
+		if (c.Status == metav1.ConditionTrue && !negative[c.Type]) || (c.Status == metav1.ConditionFalse && negative[c.Type]) {
+			return conditions.InfoMergePriority
+		}
+		return conditions.IssueMergePriority
+	}
+	c, err := conditions.NewSummaryCondition(m, clusterv1.MachineReadyCondition, types,
+		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(conditions.GetPriorityFunc(priority),
+			conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(clusterv1.MachineNotReadyReason,
+				clusterv1.MachineNotReadyReason, clusterv1.MachineReadyReason)))})
+	if err != nil {
+		// Only a readiness gate on Ready itself gets here: the library refuses to summarise
+		// a condition into itself.
+		return metav1.Condition{Type: clusterv1.MachineReadyCondition, Status: metav1.ConditionUnknown,
+			Reason: clusterv1.MachineReadyInternalErrorReason, Message: err.Error()}
+	}
+	return *c
 }
 
 // setAvailable sets Available: True once Ready has been True for spec.minReadySeconds (as
 // of now), else False. It returns how long until a Ready Machine becomes Available.
 func setAvailable(m *clusterv1.Machine, now time.Time) time.Duration {
-	ready := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition)
+	ready := conditions.Get(m, clusterv1.MachineReadyCondition)
 	if ready == nil || ready.Status != metav1.ConditionTrue {
 		setCondition(m, clusterv1.MachineAvailableCondition, metav1.ConditionFalse, clusterv1.NotAvailableReason, "the Machine is not Ready")
 		return 0

@@ -26,14 +26,15 @@ func TestReadyHonoursReadinessGates(t *testing.T) {
 		{ConditionType: "Degraded", Polarity: clusterv1.NegativePolarityCondition}}
 	setReady(m)
 	c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition)
-	if c.Status != metav1.ConditionFalse || c.Message != "readiness gates not met: AgentReady (missing), Degraded (missing)" {
+	if c.Status != metav1.ConditionFalse || c.Reason != clusterv1.MachineNotReadyReason ||
+		c.Message != "* AgentReady: Condition not yet reported\n* Degraded: Condition not yet reported" {
 		t.Fatalf("Ready = %s: %s, want False naming both gates", c.Status, c.Message)
 	}
 	setCondition(m, "AgentReady", metav1.ConditionTrue, "Up", "")
 	setCondition(m, "Degraded", metav1.ConditionTrue, "Broken", "")
 	setReady(m)
 	if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition); c.Status != metav1.ConditionFalse ||
-		c.Message != "readiness gates not met: Degraded (True, want False)" {
+		c.Message != "* Degraded: Broken" {
 		t.Fatalf("Ready = %s: %s, want False for the negative gate", c.Status, c.Message)
 	}
 	setCondition(m, "Degraded", metav1.ConditionFalse, "Fine", "")
@@ -43,10 +44,30 @@ func TestReadyHonoursReadinessGates(t *testing.T) {
 	}
 }
 
+// Ready is False, not Unknown, while a condition it needs is Unknown; a Machine being deleted
+// is not Ready whatever its conditions say.
+func TestReadyNeverUnknown(t *testing.T) {
+	m := healthyMachine()
+	setCondition(m, clusterv1.MachineNodeHealthyCondition, metav1.ConditionUnknown, clusterv1.MachineNodeHealthUnknownReason, "Node n: Ready is Unknown")
+	setReady(m)
+	if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition); c.Status != metav1.ConditionFalse ||
+		c.Message != "* NodeHealthy: Node n: Ready is Unknown" {
+		t.Fatalf("Ready = %s: %q, want False naming NodeHealthy", c.Status, c.Message)
+	}
+	m = healthyMachine()
+	m.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	setReady(m)
+	if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition); c.Status != metav1.ConditionFalse ||
+		c.Message != "the Machine is being deleted" {
+		t.Fatalf("deleted Machine: Ready = %s: %q", c.Status, c.Message)
+	}
+}
+
 func TestAvailableWaitsForMinReadySeconds(t *testing.T) {
 	m := healthyMachine()
 	m.Spec.MinReadySeconds = ptr.To[int32](30)
-	if wait := setReady(m); wait <= 29*time.Second || wait > 30*time.Second {
+	// Ready's last transition time is stored in whole seconds, as the API server keeps it.
+	if wait := setReady(m); wait <= 28*time.Second || wait > 30*time.Second {
 		t.Fatalf("wait %v, want about 30s", wait)
 	}
 	c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineAvailableCondition)

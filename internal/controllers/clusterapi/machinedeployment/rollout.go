@@ -92,7 +92,7 @@ func resolve(v *intstr.IntOrString, def intstr.IntOrString, replicas int32, roun
 	if n < 0 {
 		return 0, fmt.Errorf("spec.rollout.strategy.rollingUpdate.%s: must not be negative, got %s", field, v.String())
 	}
-	return int32(min(n, 1<<30)), nil //nolint:gosec // bounded just above
+	return int32(min(n, 1<<30)), nil
 }
 
 // plan is what one pass does: the replicas of each MachineSet, and old Machines to mark
@@ -132,14 +132,14 @@ func planRollingUpdate(st strategy, newS *set, olds []*set) plan {
 		// An old MachineSet makes no Machines (disable-machine-create): the Machines it lost
 		// (deleted by a user, remediated) are not coming back, and dropping them from its
 		// replicas costs nothing and makes room for the new MachineSet.
-		cur := min(s.replicas(), int32(len(s.active()))) //nolint:gosec // bounded by the list
+		cur := min(s.replicas(), int32(len(s.active())))
 		k := scaleDownWithin(cur, marked, markedAvail, budget)
 		budget -= scaleDownCost(k, marked, markedAvail)
 		p.replicas[s] = cur - k
 	}
 	var oldOccupied int32
 	for _, s := range olds {
-		oldOccupied += max(p.replicas[s], int32(len(s.machines))) //nolint:gosec // bounded by the list
+		oldOccupied += max(p.replicas[s], int32(len(s.machines)))
 	}
 	allowed := st.replicas + st.surge - oldOccupied - newS.deleting()
 	p.replicas[newS] = min(st.replicas, max(newS.replicas(), allowed))
@@ -174,7 +174,7 @@ func planOnDelete(st strategy, newS *set, olds []*set) plan {
 	p := plan{replicas: map[*set]int32{}}
 	var oldTotal int32
 	for _, s := range olds {
-		n := min(s.replicas(), int32(len(s.active()))) //nolint:gosec // bounded by the list
+		n := min(s.replicas(), int32(len(s.active())))
 		p.replicas[s] = n
 		oldTotal += n
 	}

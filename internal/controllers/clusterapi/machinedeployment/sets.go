@@ -55,7 +55,7 @@ func (s *set) active() []*clusterv1.Machine {
 }
 
 // deleting counts the Machines being deleted.
-func (s *set) deleting() int32 { return int32(len(s.machines) - len(s.active())) } //nolint:gosec // bounded by the list
+func (s *set) deleting() int32 { return int32(len(s.machines) - len(s.active())) }
 
 // available counts the Machines not being deleted whose Available condition is True.
 func (s *set) available() int32 {
@@ -73,7 +73,7 @@ func (s *set) available() int32 {
 // (its Machines not marked as being deleted), and those Machines may be available ones.
 func (s *set) availableAfterScale() int32 {
 	a := s.available()
-	if extra := int32(len(s.active())) - s.replicas(); extra > 0 { //nolint:gosec // bounded by the list
+	if extra := int32(len(s.active())) - s.replicas(); extra > 0 {
 		a = max(0, a-extra)
 	}
 	return a

@@ -8,23 +8,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/versions"
 )
 
+// setCondition sets a condition with the library, which stamps the observed generation,
+// keeps the last transition time while the status holds and orders the list as upstream.
 func setCondition(md *clusterv1.MachineDeployment, t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&md.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: md.Generation})
+	conditions.Set(md, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg})
 }
 
 // tally is what the status counts, over the Machines of every MachineSet of the
 // MachineDeployment.
 type tally struct {
 	replicas, active, ready, available, upToDate int32
-	notReady, stale, remediating, deleting       []string
+	stale, deleting                              []string
 	// machines are all of them, those being deleted included.
-	machines []*clusterv1.Machine
+	machines, remediating []*clusterv1.Machine
 }
 
 func count(ds *deploymentSets) tally {
@@ -38,10 +41,8 @@ func count(ds *deploymentSets) tally {
 			} else {
 				t.deleting = append(t.deleting, m.Name)
 			}
-			if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition) {
+			if conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
 				t.ready++
-			} else {
-				t.notReady = append(t.notReady, m.Name)
 			}
 			if isAvailable(m) {
 				t.available++
@@ -53,9 +54,8 @@ func count(ds *deploymentSets) tally {
 			} else {
 				t.stale = append(t.stale, m.Name)
 			}
-			if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition); c != nil &&
-				c.Status == metav1.ConditionFalse {
-				t.remediating = append(t.remediating, m.Name)
+			if conditions.IsFalse(m, clusterv1.MachineOwnerRemediatedCondition) {
+				t.remediating = append(t.remediating, m)
 			}
 		}
 	}
@@ -156,16 +156,15 @@ func setRollingOut(md *clusterv1.MachineDeployment, t tally) {
 
 // setMachineConditions sets MachinesReady, MachinesUpToDate and Remediating.
 func setMachineConditions(md *clusterv1.MachineDeployment, t tally) {
-	switch {
-	case t.replicas == 0:
+	if t.replicas == 0 {
 		setCondition(md, clusterv1.MachineDeploymentMachinesReadyCondition, metav1.ConditionTrue,
 			clusterv1.MachineDeploymentMachinesReadyNoReplicasReason, "")
-	case len(t.notReady) > 0:
-		setCondition(md, clusterv1.MachineDeploymentMachinesReadyCondition, metav1.ConditionFalse,
-			clusterv1.MachineDeploymentMachinesNotReadyReason, "not ready: "+setctl.Summarise(t.notReady))
-	default:
-		setCondition(md, clusterv1.MachineDeploymentMachinesReadyCondition, metav1.ConditionTrue,
-			clusterv1.MachineDeploymentMachinesReadyReason, "")
+	} else {
+		// Strict: a Machine whose Ready is Unknown or missing counts as not ready, as it
+		// always has here (MachinesReady is True or False).
+		conditions.Set(md, conds.Aggregate(t.machines, clusterv1.MachineReadyCondition, clusterv1.MachineDeploymentMachinesReadyCondition,
+			conds.Strict, conds.Reasons{Issue: clusterv1.MachineDeploymentMachinesNotReadyReason,
+				Unknown: clusterv1.MachineDeploymentMachinesReadyUnknownReason, OK: clusterv1.MachineDeploymentMachinesReadyReason}))
 	}
 	switch {
 	case t.replicas == 0:
@@ -179,8 +178,7 @@ func setMachineConditions(md *clusterv1.MachineDeployment, t tally) {
 			clusterv1.MachineDeploymentMachinesUpToDateReason, "")
 	}
 	if len(t.remediating) > 0 {
-		setCondition(md, clusterv1.MachineDeploymentRemediatingCondition, metav1.ConditionTrue, clusterv1.MachineDeploymentRemediatingReason,
-			"remediating "+setctl.Summarise(t.remediating))
+		conditions.Set(md, conds.Remediating(t.remediating, clusterv1.MachineDeploymentRemediatingReason))
 	} else {
 		setCondition(md, clusterv1.MachineDeploymentRemediatingCondition, metav1.ConditionFalse,
 			clusterv1.MachineDeploymentNotRemediatingReason, "")

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/machina-dev/machina/internal/gate"
+	"github.com/machina-dev/machina/internal/authority"
 )
 
 func TestTriggerAllows(t *testing.T) {
@@ -153,9 +153,9 @@ func TestOptedOut(t *testing.T) {
 		{"plain", nil, nil, false, false},
 		{"skip-remediation", map[string]string{clusterv1.MachineSkipRemediationAnnotation: ""}, nil, true, true},
 		{"paused", map[string]string{clusterv1.PausedAnnotation: ""}, nil, true, true},
-		{"paused mirror of a Machine API Machine", map[string]string{clusterv1.PausedAnnotation: ""}, []string{gate.SyncFinalizer}, true, false},
+		{"paused mirror of a Machine API Machine", map[string]string{clusterv1.PausedAnnotation: ""}, []string{authority.SyncFinalizer}, true, false},
 		{"skip-remediation on a mirror", map[string]string{clusterv1.PausedAnnotation: "", clusterv1.MachineSkipRemediationAnnotation: ""},
-			[]string{gate.SyncFinalizer}, true, true},
+			[]string{authority.SyncFinalizer}, true, true},
 	} {
 		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations, Finalizers: tc.finalizers}}
 		if got := (&Reconciler{}).optedOut(m); got != tc.out {

@@ -56,7 +56,12 @@ const StatusInterval = time.Second
 
 // Reconciler reconciles cluster.x-k8s.io MachineSets.
 type Reconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Cache reads provider objects from the informer cache (the manager's client reads
+	// unstructured objects from the API server); Reader reads from the API server. They
+	// default to the manager's cache and API reader.
+	Cache    client.Reader
+	Reader   client.Reader
 	Resolver *external.Resolver
 	Recorder record.EventRecorder
 	// MaxConcurrentReconciles defaults to 5.
@@ -86,6 +91,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 5
+	}
+	if r.Cache == nil {
+		r.Cache = mgr.GetCache()
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
 	}
 	if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
@@ -242,7 +253,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return r.reconcileNormal(ctx, ms)
 }
 
-// reconcileNormal adopts, remediates, scales and reports status.
+// reconcileNormal adopts, finishes interrupted creations, remediates, scales and reports
+// status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineSet) (ctrl.Result, error) {
 	setCondition(ms, clusterv1.MachineSetDeletingCondition, metav1.ConditionFalse, clusterv1.MachineSetNotDeletingReason, "")
 	if err := validate(ms); err != nil {
@@ -261,6 +273,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	}
 	var errs []error
 	var scaleErr error
+	var recheck time.Duration
 	key := client.ObjectKeyFromObject(ms)
 	// The template's labels, annotations, minReadySeconds, deletion timeouts and taints reach
 	// the existing Machines without replacing them.
@@ -270,6 +283,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 		errs = append(errs, err)
 	}
 	if r.expect.satisfied(key) {
+		// A pass killed between a Machine and its clones left it without them: finished (or
+		// replaced) before anything counts on it.
+		if recheck, err = r.finishCreations(ctx, ms, machines); err != nil {
+			errs = append(errs, err)
+		}
 		if err := r.remediate(ctx, ms, machines); err != nil {
 			errs = append(errs, err)
 		}
@@ -277,7 +295,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 			errs = append(errs, scaleErr)
 		}
 	}
-	next := r.updateStatus(ms, machines, scaleErr)
+	next := sooner(r.updateStatus(ms, machines, scaleErr), recheck)
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}

@@ -170,6 +170,20 @@ func (r *Reconciler) readTemplate(ctx context.Context, ref clusterv1.ContractVer
 	return &cloneSource{ref: ref, template: t.Unstructured, target: target, version: res.GVK.GroupVersion().String()}, nil
 }
 
+// readTemplates reads the MachineSet's InfraMachine template and, when the template names
+// one, its bootstrap config template.
+func (r *Reconciler) readTemplates(ctx context.Context, ms *clusterv1.MachineSet) (infra, boot *cloneSource, err error) {
+	if infra, err = r.readTemplate(ctx, ms.Spec.Template.Spec.InfrastructureRef, ms.Namespace); err != nil {
+		return nil, nil, err
+	}
+	if ref := ms.Spec.Template.Spec.Bootstrap.ConfigRef; ref.IsDefined() {
+		if boot, err = r.readTemplate(ctx, ref, ms.Namespace); err != nil {
+			return nil, nil, err
+		}
+	}
+	return infra, boot, nil
+}
+
 // clone builds the object cloned from the template for Machine m.
 func (s *cloneSource) clone(ms *clusterv1.MachineSet, m *clusterv1.Machine) *unstructured.Unstructured {
 	spec, _, _ := unstructured.NestedMap(s.template.Object, "spec", "template", "spec")
@@ -241,7 +255,8 @@ func newMachine(ms *clusterv1.MachineSet, infra, boot *cloneSource) *clusterv1.M
 }
 
 // createMachine creates one Machine and then its InfraMachine and bootstrap config, owned by
-// the Machine from birth. When a clone cannot be created the Machine is deleted again.
+// the Machine from birth. When a clone cannot be created the Machine is deleted again; when
+// the process dies between the writes, finishCreations completes the Machine later.
 func (r *Reconciler) createMachine(ctx context.Context, ms *clusterv1.MachineSet, infra, boot *cloneSource) error {
 	key := client.ObjectKeyFromObject(ms)
 	m := newMachine(ms, infra, boot)

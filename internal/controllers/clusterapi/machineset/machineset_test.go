@@ -30,6 +30,7 @@ import (
 var env *testenv.Env
 
 func TestMachineSet(t *testing.T) {
+	machineset.SetResumeGrace(resumeGrace)
 	env = testenv.Start(t, testenv.Options{Groups: clusterapi.GroupName + "," + sim.GroupName,
 		Delays: server.Delays{Pending: 200 * time.Millisecond, ShuttingDown: 200 * time.Millisecond}})
 	ct.SetupCluster(t, env)
@@ -42,6 +43,7 @@ func TestMachineSet(t *testing.T) {
 	t.Run("TemplateChangeOnlyForNewMachines", testTemplateChange)
 	t.Run("TemplateTaintsInPlaceToMachinesAndNodes", testTemplateTaints)
 	t.Run("PausedByAnnotationAndCluster", testPaused)
+	t.Run("InterruptedCreationFinished", testInterruptedCreation)
 	t.Run("DeletionDeletesMachinesFirst", testDeletion)
 }
 

@@ -37,15 +37,9 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		if _, ok := ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
 			return nil // an old MachineSet of a MachineDeployment: the new one makes up for it
 		}
-		infra, err := r.readTemplate(ctx, ms.Spec.Template.Spec.InfrastructureRef, ms.Namespace)
+		infra, boot, err := r.readTemplates(ctx, ms)
 		if err != nil {
 			return err
-		}
-		var boot *cloneSource
-		if ref := ms.Spec.Template.Spec.Bootstrap.ConfigRef; ref.IsDefined() {
-			if boot, err = r.readTemplate(ctx, ref, ms.Namespace); err != nil {
-				return err
-			}
 		}
 		errs := parallel(diff, func(int) error { return r.createMachine(ctx, ms, infra, boot) })
 		if created := diff - len(errs); created > 0 {

@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/conds"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/versions"
 )
@@ -18,9 +20,10 @@ import (
 // rather than unknown: its controller has not looked at it yet.
 const newMachineGrace = 10 * time.Second
 
+// setCondition sets a condition with the library, which stamps the observed generation,
+// keeps the last transition time while the status holds and orders the list as upstream.
 func setCondition(ms *clusterv1.MachineSet, t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&ms.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: ms.Generation})
+	conditions.Set(ms, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg})
 }
 
 // upToDate reports whether the Machine was created from the current template. Machines the
@@ -38,7 +41,8 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 	ms.Status.Selector = sel.String()
 	hash := templateHash(ms)
 	var replicas, active, ready, available, current int32
-	var notReady, unknown, stale, remediating, deleting []string
+	var stale, deleting []string
+	var remediating, readiness []*clusterv1.Machine
 	var next time.Duration
 	for _, m := range machines {
 		replicas++
@@ -47,20 +51,15 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		} else {
 			active++
 		}
-		switch c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineReadyCondition); {
-		case c != nil && c.Status == metav1.ConditionTrue:
+		if conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
 			ready++
-		case c != nil && c.Status == metav1.ConditionFalse:
-			notReady = append(notReady, m.Name)
-		case time.Since(m.CreationTimestamp.Time) < newMachineGrace:
-			notReady = append(notReady, m.Name)
-			if wait := newMachineGrace - time.Since(m.CreationTimestamp.Time); next == 0 || wait < next {
-				next = wait
-			}
-		default:
-			unknown = append(unknown, m.Name)
 		}
-		if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineAvailableCondition) {
+		r, wait := readinessOf(m)
+		readiness = append(readiness, r)
+		if wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+		if conditions.IsTrue(m, clusterv1.MachineAvailableCondition) {
 			available++
 		}
 		if upToDate(ms, m, hash) {
@@ -68,9 +67,8 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		} else {
 			stale = append(stale, m.Name)
 		}
-		if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition); c != nil &&
-			c.Status == metav1.ConditionFalse {
-			remediating = append(remediating, m.Name)
+		if conditions.IsFalse(m, clusterv1.MachineOwnerRemediatedCondition) {
+			remediating = append(remediating, m)
 		}
 	}
 	ms.Status.Replicas = ptr.To(replicas)
@@ -104,17 +102,12 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 			setCondition(ms, clusterv1.MachineSetScalingDownCondition, metav1.ConditionFalse, clusterv1.MachineSetNotScalingDownReason, "")
 		}
 	}
-	switch {
-	case replicas == 0:
+	if replicas == 0 {
 		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesReadyNoReplicasReason, "")
-	case len(notReady) > 0:
-		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionFalse, clusterv1.MachineSetMachinesNotReadyReason,
-			"not ready: "+setctl.Summarise(notReady))
-	case len(unknown) > 0:
-		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionUnknown, clusterv1.MachineSetMachinesReadyUnknownReason,
-			"readiness unknown: "+setctl.Summarise(unknown))
-	default:
-		setCondition(ms, clusterv1.MachineSetMachinesReadyCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesReadyReason, "")
+	} else {
+		conditions.Set(ms, conds.Aggregate(readiness, clusterv1.MachineReadyCondition, clusterv1.MachineSetMachinesReadyCondition,
+			conds.Positive, conds.Reasons{Issue: clusterv1.MachineSetMachinesNotReadyReason,
+				Unknown: clusterv1.MachineSetMachinesReadyUnknownReason, OK: clusterv1.MachineSetMachinesReadyReason}))
 	}
 	switch {
 	case replicas == 0:
@@ -126,8 +119,7 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		setCondition(ms, clusterv1.MachineSetMachinesUpToDateCondition, metav1.ConditionTrue, clusterv1.MachineSetMachinesUpToDateReason, "")
 	}
 	if len(remediating) > 0 {
-		setCondition(ms, clusterv1.MachineSetRemediatingCondition, metav1.ConditionTrue, clusterv1.MachineSetRemediatingReason,
-			"remediating "+setctl.Summarise(remediating))
+		conditions.Set(ms, conds.Remediating(remediating, clusterv1.MachineSetRemediatingReason))
 	} else {
 		setCondition(ms, clusterv1.MachineSetRemediatingCondition, metav1.ConditionFalse, clusterv1.MachineSetNotRemediatingReason, "")
 	}
@@ -135,6 +127,26 @@ func (r *Reconciler) updateStatus(ms *clusterv1.MachineSet, machines []*clusterv
 		next += 100 * time.Millisecond
 	}
 	return next
+}
+
+// readinessOf is the Machine as the MachinesReady aggregation sees it. A Machine younger
+// than newMachineGrace whose Ready is neither True nor False counts as not ready rather than
+// unknown (its controller has not looked at it yet): it is seen with Ready False, and wait
+// says when the grace ends.
+func readinessOf(m *clusterv1.Machine) (_ *clusterv1.Machine, wait time.Duration) {
+	c := conditions.Get(m, clusterv1.MachineReadyCondition)
+	wait = newMachineGrace - time.Since(m.CreationTimestamp.Time)
+	if (c != nil && c.Status != metav1.ConditionUnknown) || wait <= 0 {
+		return m, 0
+	}
+	seen := &clusterv1.Machine{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Labels: m.Labels}}
+	notReady := metav1.Condition{Type: clusterv1.MachineReadyCondition, Status: metav1.ConditionFalse,
+		Reason: clusterv1.MachineNotReadyReason, Message: "Condition Ready not yet reported"}
+	if c != nil && c.Message != "" {
+		notReady.Message = c.Message
+	}
+	seen.Status.Conditions = []metav1.Condition{notReady}
+	return seen, wait
 }
 
 // statusChanged reports whether the status differs at all.

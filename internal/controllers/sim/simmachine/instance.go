@@ -78,6 +78,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sm *infrav1.SimMachine
 	} else if inst != nil {
 		return r.apply(sm, inst), nil
 	}
+	// A Machine being deleted gets no instance. Its deletion deletes this SimMachine next,
+	// and a delete racing this pass's finalizer write can remove the SimMachine with the
+	// finalizer on it (kubernetes/kubernetes#77988): an instance launched now would have no
+	// SimMachine left to terminate it. (The soak saw exactly that: a Machine scaled away
+	// within a second of its creation.)
+	if !m.DeletionTimestamp.IsZero() {
+		setReady(sm, metav1.ConditionFalse, infrav1.MachineDeletingReason, fmt.Sprintf("Machine %s is being deleted", m.Name))
+		return ctrl.Result{}, nil
+	}
 	var secret corev1.Secret
 	key := client.ObjectKey{Namespace: sm.Namespace, Name: *m.Spec.Bootstrap.DataSecretName}
 	if err := r.Client.Get(ctx, key, &secret); err != nil {

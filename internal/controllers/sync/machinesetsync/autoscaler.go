@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/patch"
 )
@@ -30,7 +31,7 @@ const MarkRetry = time.Second
 // the caller must not overwrite the mirror meanwhile) until every Machine the autoscaler marked
 // on the Cluster API side carries the mark on the Machine API side too, or the Machine API
 // MachineSet would pick another Machine.
-func (r *Reconciler) autoscalerReplicas(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (wait bool, err error) {
+func (r *Reconciler) autoscalerReplicas(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (wait bool, err error) {
 	if capi.Spec.Replicas == nil || ptr.Equal(capi.Spec.Replicas, mapi.Spec.Replicas) ||
 		mapi.Status.SynchronizedGeneration != mapi.Generation || !r.autoscalerOwns(capi.ManagedFields) {
 		return false, nil
@@ -41,9 +42,9 @@ func (r *Reconciler) autoscalerReplicas(ctx context.Context, mapi *machinev1beta
 			return pending, err
 		}
 	}
-	base := mapi.DeepCopy()
+	// Stored at once: the conversion that follows records the generation this write gives.
 	mapi.Spec.Replicas = ptr.To(*capi.Spec.Replicas)
-	if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
+	if err := s.StoreSpec(ctx); err != nil {
 		return false, err
 	}
 	r.event(mapi, corev1.EventTypeNormal, "AutoscalerReplicas",

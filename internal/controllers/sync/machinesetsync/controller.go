@@ -7,9 +7,11 @@ package machinesetsync
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,12 +19,14 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/internal/pairwatch"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/gate"
-	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -34,7 +38,7 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads the Machines a scale-down by the autoscaler waits on (marks.go).
 	APIReader  client.Reader
-	Namespaces synccommon.Namespaces
+	Namespaces authority.Namespaces
 	Recorder   record.EventRecorder
 	// Providers are the platforms whose MachineSets are mirrored.
 	Providers *provider.Registry
@@ -52,19 +56,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := func(name string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: name}}}
 	}
-	byName := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
+	byName := pairwatch.ToMachineAPIKey(r.Namespaces.MachineAPI)
+	// A template is the concern of the MachineSet that owns it or, before it has an owner
+	// (written before its MachineSet, which adopts it once the cache holds it), of the one
+	// its mirror mark names: its arrival in the cache must bring that MachineSet a pass, or a
+	// pass that ran before the cache had it would leave it unadopted for good.
 	byOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		for _, ref := range o.GetOwnerReferences() {
 			if ref.Kind == "MachineSet" {
 				return key(ref.Name)
 			}
 		}
+		if name, ok := strings.CutPrefix(o.GetAnnotations()[authority.MirrorOfAnnotation], "MachineSet/"); ok && name != "" {
+			return key(name)
+		}
 		return nil
 	})
-	inNS := synccommon.InNamespace
+	inNS := pairwatch.InNamespace
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machineset").
-		Watches(&machinev1beta1.MachineSet{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.MachineSet{}, pairwatch.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.MachineSet{}, byName, inNS(r.Namespaces.ClusterAPI))
 	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachineTemplate }, byOwner, r.Namespaces.ClusterAPI)
@@ -79,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return synccommon.RequeueOnConflict(r.reconcile(ctx, req))
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, req.NamespacedName, r.Namespaces.ClusterAPI, &machinev1beta1.MachineSet{}, &clusterv1.MachineSet{})
 	if err != nil {
 		return ctrl.Result{}, err
@@ -92,29 +103,32 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case mapi == nil && capi == nil:
 		return ctrl.Result{}, nil
 	case mapi == nil:
-		// Its Machine API copy is gone: the Cluster API MachineSet carries on alone.
-		return ctrl.Result{}, synccommon.Release(ctx, r.Client, capi)
+		return ctrl.Result{}, r.capiOnly(ctx, capi)
 	case !mapi.DeletionTimestamp.IsZero():
 		return ctrl.Result{}, r.mapiDeleted(ctx, mapi, capi)
 	}
 	if mapi.Status.AuthoritativeAPI == "" {
 		return ctrl.Result{}, r.decideAuthority(ctx, mapi)
 	}
-	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
-	if pause == synccommon.PauseMirror && synccommon.NotMirror(capi) {
+	// From here on the pass changes the Machine API copy in memory and writes it once, at
+	// the end (synccommon.Scope).
+	s := synccommon.NewScope(r.Client, r.Recorder, mapi, &mapi.Status.Conditions, &mapi.Status.SynchronizedGeneration)
+	defer s.Finish(ctx, &res, &retErr)
+	source, pause := authority.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
+	if pause == authority.PauseMirror && synccommon.NotMirror(capi) {
 		// Someone else's active Cluster API MachineSet of this name: left alone (its Machines
 		// and templates too), and this MachineSet is not mirrored until it is gone or paused.
-		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
-			synccommon.ClusterAPIMachineSetNotMirrorReason, "MachineSet", capi)
+		s.NotMirror(authority.ClusterAPIMachineSetNotMirrorReason, "MachineSet", capi)
+		return ctrl.Result{}, nil
 	}
-	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
+	if err := s.EnsureFinalizer(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	if capi != nil && !capi.DeletionTimestamp.IsZero() {
 		switch pause {
-		case synccommon.KeepPause:
+		case authority.KeepPause:
 			return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
-		case synccommon.PauseMirror:
+		case authority.PauseMirror:
 			return r.mirrorDeleted(ctx, mapi, capi)
 		}
 	}
@@ -123,9 +137,26 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// The authoritative copy is going: so does this one.
 			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, mapi))
 		}
-		return r.toMAPI(ctx, mapi, capi)
+		return r.toMAPI(ctx, s, mapi, capi)
 	}
-	return r.toCAPI(ctx, mapi, capi, pause)
+	return r.toCAPI(ctx, s, mapi, capi, pause)
+}
+
+// capiOnly handles a Cluster API MachineSet whose Machine API copy is gone. An authoritative
+// one carries on alone, let go by the sync. A paused mirror the sync holds (its finalizer),
+// whose authoritative Machine API copy went without the sync (the finalizer removed by
+// hand), would never act again: it is deleted, its Machines and templates orphaned rather
+// than taken along (each Machine is its own pair's concern), and let go with the core's
+// finalizer, which a paused controller never removes.
+func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.MachineSet) error {
+	if gate.HasPausedAnnotation(capi) && controllerutil.ContainsFinalizer(capi, authority.SyncFinalizer) && capi.DeletionTimestamp.IsZero() {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi, client.PropagationPolicy(metav1.DeletePropagationOrphan))); err != nil {
+			return err
+		}
+		r.event(capi, corev1.EventTypeNormal, "MirrorDeleted", "Its authoritative Machine API MachineSet %s/%s is gone",
+			r.Namespaces.MachineAPI, capi.Name)
+	}
+	return synccommon.Release(ctx, r.Client, capi, pausedCoreFinalizer(capi)...)
 }
 
 // decideAuthority initialises an empty status.authoritativeAPI from the spec

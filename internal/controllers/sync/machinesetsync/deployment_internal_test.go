@@ -13,14 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
 // A Cluster API MachineSet a MachineDeployment controls has no Machine API counterpart: even
 // when a Machine API MachineSet of the same name exists, the sync writes to neither.
 func TestMachineDeploymentSetsLeftAlone(t *testing.T) {
-	ns := synccommon.Namespaces{MachineAPI: "openshift-machine-api", ClusterAPI: "openshift-cluster-api"}
+	ns := authority.Namespaces{MachineAPI: "openshift-machine-api", ClusterAPI: "openshift-cluster-api"}
 	capi := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "workers-5d8f", Namespace: ns.ClusterAPI,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment",
 			Name: "workers", UID: "md-uid", Controller: ptr.To(true)}}},

@@ -12,7 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -46,7 +47,7 @@ func (r *Reconciler) orphanDependents(ctx context.Context, capi *clusterv1.Machi
 		objs = append(objs, &machines.Items[i])
 	}
 	for _, p := range r.Providers.All() {
-		l := synccommon.MetadataList(p.InfraMachineTemplate)
+		l := authority.MetadataList(p.InfraMachineTemplate)
 		if err := r.Client.List(ctx, l, client.InNamespace(capi.Namespace)); err != nil {
 			continue // the platform's CRDs are not installed
 		}

@@ -2,51 +2,54 @@ package machinesetsync
 
 import (
 	"context"
-	"errors"
+	"maps"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
+	"github.com/machina-dev/machina/internal/userdata"
 )
 
 // toCAPI converts the Machine API MachineSet onto its Cluster API copy and template. When the
 // Machine API is authoritative both are paused and the status flows back to them; when the
 // Cluster API is authoritative but has no copy yet, the copy is created unpaused; during a
 // handover from the Machine API the pause is left to the migration controller.
-func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet, pause synccommon.Pause) (ctrl.Result, error) {
+func (r *Reconciler) toCAPI(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet, pause authority.Pause) (ctrl.Result, error) {
 	// A paused copy (a mirror, or one mid-handover) takes its status from the Machine API and
 	// hands the autoscaler's replicas back.
-	mirror := pause == synccommon.PauseMirror || pause == synccommon.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
+	mirror := pause == authority.PauseMirror || pause == authority.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
 	if mirror && capi != nil {
-		if wait, err := r.autoscalerReplicas(ctx, mapi, capi); wait || err != nil {
+		if wait, err := r.autoscalerReplicas(ctx, s, mapi, capi); wait || err != nil {
 			// The mirror keeps the autoscaler's replicas until its delete marks are carried.
 			return ctrl.Result{RequeueAfter: MarkRetry}, err
 		}
 	}
-	p, err := synccommon.PlatformOf(r.Providers, synccommon.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
+	p, err := authority.PlatformOf(r.Providers, authority.ProviderSpecKind(mapi.Spec.Template.Spec.ProviderSpec))
 	var cc convert.Context
 	if err == nil {
-		cc, err = synccommon.PlatformContext(ctx, r.Client, p, r.Namespaces)
+		cc, err = authority.PlatformContext(ctx, r.Client, p, r.Namespaces)
 	}
 	if err != nil {
-		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+		return ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.NoContextReason, nil, err, 0)
 	}
 	out, warnings, errs := convert.ToClusterAPIMachineSet(mapi, cc)
 	if len(errs) > 0 {
-		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+		return ctrl.Result{}, s.Synchronized(authority.ConversionFailedReason, errs, nil, 0)
 	}
 	if mapi.Status.SynchronizedGeneration != mapi.Generation {
 		for _, w := range warnings {
@@ -56,10 +59,10 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 
 	desired := out.MachineSet
 	synccommon.MarkMirrored(desired)
-	synccommon.SetPaused(desired, pause.ForCreate())
-	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
+	authority.SetPaused(desired, pause.ForCreate())
+	controllerutil.AddFinalizer(desired, authority.SyncFinalizer)
 	// Machines the Cluster API MachineSet creates read their bootstrap data in its namespace.
-	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, desired.Namespace, desired.Spec.Template.Spec.Bootstrap.DataSecretName, desired.Spec.ClusterName); err != nil {
+	if err := userdata.Ensure(ctx, r.Client, mapi.Namespace, desired.Namespace, desired.Spec.Template.Spec.Bootstrap.DataSecretName, desired.Spec.ClusterName); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The template is written before the MachineSet naming it: a Cluster API MachineSet never
@@ -67,16 +70,16 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	// (once the Cluster API is authoritative its copy is the source, and its template with it).
 	tmpl := out.InfraMachineTemplate
 	if err := r.createTemplate(ctx, mapi, tmpl, capi, pause); err != nil {
-		return ctrl.Result{}, r.writeFailed(ctx, mapi, err)
+		return ctrl.Result{}, writeFailed(s, err)
 	}
 	capi, err = r.writeMachineSet(ctx, mapi, capi, desired, pause)
 	if err != nil {
-		return ctrl.Result{}, r.writeFailed(ctx, mapi, err)
+		return ctrl.Result{}, writeFailed(s, err)
 	}
 	if capi == nil {
 		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 	}
-	if err := r.adoptTemplate(ctx, tmpl, capi, pause); err != nil {
+	if err := r.adoptTemplate(ctx, tmpl, p.InfraMachineTemplate, capi, pause); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.pruneTemplates(ctx, capi, p); err != nil {
@@ -87,12 +90,12 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
+	return ctrl.Result{}, s.Synchronized(authority.SynchronizedReason, nil, nil, mapi.Generation)
 }
 
 // writeMachineSet creates the Cluster API MachineSet or brings it to desired; nil when
 // another worker created it a moment ago (the next pass updates it).
-func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.MachineSet, capi, desired *clusterv1.MachineSet, pause synccommon.Pause) (*clusterv1.MachineSet, error) {
+func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.MachineSet, capi, desired *clusterv1.MachineSet, pause authority.Pause) (*clusterv1.MachineSet, error) {
 	if capi == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -107,7 +110,7 @@ func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.M
 	capi.Spec = desired.Spec
 	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
 	pause.Apply(capi)
-	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+	controllerutil.AddFinalizer(capi, authority.SyncFinalizer)
 	if equality.Semantic.DeepEqual(base.Spec, capi.Spec) && equality.Semantic.DeepEqual(base.ObjectMeta, capi.ObjectMeta) {
 		return capi, nil
 	}
@@ -116,9 +119,9 @@ func (r *Reconciler) writeMachineSet(ctx context.Context, mapi *machinev1beta1.M
 
 // createTemplate creates the InfraMachineTemplate unless it exists, owned by the Cluster API
 // MachineSet when that exists already (adoptTemplate gives a first template its owner).
-func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.MachineSet, tmpl client.Object, capi *clusterv1.MachineSet, pause synccommon.Pause) error {
-	synccommon.SetPaused(tmpl, pause.ForCreate())
-	synccommon.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name) // adoptTemplate reads it back from tmpl
+func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.MachineSet, tmpl client.Object, capi *clusterv1.MachineSet, pause authority.Pause) error {
+	authority.SetPaused(tmpl, pause.ForCreate())
+	authority.MarkMirrorOf(tmpl, "MachineSet/"+mapi.Name) // adoptTemplate reads it back from tmpl
 	// Templates are named after their spec, so one that exists is the one wanted: read it from
 	// the cache rather than send a create the API server refuses (each pass of a mirrored set
 	// did, 0.5 refused creates per spec change in bench sync-latency).
@@ -128,10 +131,10 @@ func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.Ma
 	if capi != nil {
 		tmpl.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))})
 	}
+	kind := tmpl.GetObjectKind().GroupVersionKind().Kind // the client clears it from a typed object it writes
 	err := r.Client.Create(ctx, tmpl)
 	if err == nil {
-		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", tmpl.GetObjectKind().GroupVersionKind().Kind,
-			tmpl.GetNamespace(), tmpl.GetName())
+		r.event(mapi, corev1.EventTypeNormal, "TemplateCreated", "Created %s %s/%s", kind, tmpl.GetNamespace(), tmpl.GetName())
 	}
 	if apierrors.IsAlreadyExists(err) {
 		return nil
@@ -140,19 +143,27 @@ func (r *Reconciler) createTemplate(ctx context.Context, mapi *machinev1beta1.Ma
 }
 
 // adoptTemplate keeps the template's paused annotation in line with authority, the sync's
-// mark (synccommon.MirrorOfAnnotation) on it, and the Cluster API MachineSet as its
+// mark (authority.MirrorOfAnnotation) on it, and the Cluster API MachineSet as its
 // controller when it has none: a template created before its MachineSet, or one let go when a
 // deleted mirror was recreated (mirrorDeleted), is pruned and garbage-collected with it.
-func (r *Reconciler) adoptTemplate(ctx context.Context, tmpl client.Object, capi *clusterv1.MachineSet, pause synccommon.Pause) error {
-	existing := tmpl.DeepCopyObject().(client.Object)
+func (r *Reconciler) adoptTemplate(ctx context.Context, tmpl client.Object, gvk schema.GroupVersionKind, capi *clusterv1.MachineSet, pause authority.Pause) error {
+	existing := authority.Metadata(gvk)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), existing); err != nil {
-		return client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) || tmpl.GetResourceVersion() == "" {
+			return client.IgnoreNotFound(err)
+		}
+		// Created by this very pass (tmpl holds the API server's answer) and not in the cache
+		// yet: adopt it from that answer. Once the Cluster API MachineSet exists and is the
+		// source, later passes convert the other way (claimTemplate covers a pass stopped here).
+		existing.ObjectMeta = metav1.ObjectMeta{Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(), UID: tmpl.GetUID(),
+			ResourceVersion: tmpl.GetResourceVersion(), Labels: maps.Clone(tmpl.GetLabels()),
+			Annotations: maps.Clone(tmpl.GetAnnotations()), OwnerReferences: slices.Clone(tmpl.GetOwnerReferences())}
 	}
-	base := existing.DeepCopyObject().(client.Object)
+	base := existing.DeepCopy()
 	changed := pause.Apply(existing)
-	changed = synccommon.MarkMirrorOf(existing, tmpl.GetAnnotations()[synccommon.MirrorOfAnnotation]) || changed
+	changed = authority.MarkMirrorOf(existing, tmpl.GetAnnotations()[authority.MirrorOfAnnotation]) || changed
 	if metav1.GetControllerOf(existing) == nil {
-		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), *metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet"))))
+		existing.OwnerReferences = append(existing.OwnerReferences, *metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet")))
 		changed = true
 	}
 	if !changed {
@@ -163,18 +174,18 @@ func (r *Reconciler) adoptTemplate(ctx context.Context, tmpl client.Object, capi
 
 // writeFailed reports a refused write of the Cluster API copy or its template in
 // Synchronized=False and returns err, so the pass is retried with backoff.
-func (r *Reconciler) writeFailed(ctx context.Context, mapi *machinev1beta1.MachineSet, err error) error {
-	if apierrors.IsConflict(err) {
-		return err
+func writeFailed(s *synccommon.Scope, err error) error {
+	if !apierrors.IsConflict(err) {
+		_ = s.Synchronized(authority.MirrorWriteFailedReason, nil, err, 0) // a Machine API copy is there: never fails
 	}
-	return errors.Join(err, r.setSynchronized(ctx, mapi, synccommon.MirrorWriteFailedReason, nil, err, 0))
+	return err
 }
 
 // pruneTemplates deletes templates this MachineSet owns that it no longer references and no
 // InfraMachine was cloned from. Templates and InfraMachines are read as metadata of the
 // platform's kinds.
 func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.MachineSet, p provider.Provider) error {
-	list := synccommon.MetadataList(p.InfraMachineTemplate)
+	list := authority.MetadataList(p.InfraMachineTemplate)
 	if err := r.Client.List(ctx, list, client.InNamespace(capi.Namespace)); err != nil {
 		return err
 	}
@@ -190,7 +201,7 @@ func (r *Reconciler) pruneTemplates(ctx context.Context, capi *clusterv1.Machine
 		return nil // the usual pass: no need to read the namespace's InfraMachines
 	}
 	// Read only: the cached InfraMachines are shared, not copied.
-	machines := synccommon.MetadataList(p.InfraMachine)
+	machines := authority.MetadataList(p.InfraMachine)
 	if err := r.Client.List(ctx, machines, client.InNamespace(capi.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
@@ -224,11 +235,6 @@ func (r *Reconciler) statusToCAPI(ctx context.Context, mapi *machinev1beta1.Mach
 		return nil
 	}
 	return patch.StoreStatus(ctx, r.Client, capi, base) // the paused controller writes this status too
-}
-
-func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.MachineSet, reason string, errs field.ErrorList, detail error, generation int64) error {
-	return synccommon.WriteSynchronized(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions, &mapi.Status.SynchronizedGeneration,
-		reason, errs, detail, generation)
 }
 
 func (r *Reconciler) event(o client.Object, typ, reason, format string, args ...any) {

@@ -6,8 +6,8 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
@@ -27,7 +28,7 @@ import (
 // Cluster API MachineSet first gets the sync finalizer, as both copies of a pair do (one born
 // in the Cluster API too), so its deletion is carried over instead of it being created again
 // from its Machine API copy (keepCAPI).
-func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
+func (r *Reconciler) toMAPI(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet) (ctrl.Result, error) {
 	if wrote, err := r.keepCAPI(ctx, mapi, capi); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -36,9 +37,9 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 		return ctrl.Result{RequeueAfter: MarkRetry}, err
 	}
 	ref := capi.Spec.Template.Spec.InfrastructureRef
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
+	cc, err := authority.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+		return ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.NoContextReason, nil, err, 0)
 	}
 	obj, err := r.Client.Scheme().New(cc.Platform.InfraMachineTemplateGVK()) // the manager's: every platform's types
 	if err != nil {
@@ -48,41 +49,36 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.MachineSet
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, tmpl); err != nil {
 		if apierrors.IsNotFound(err) {
 			missing := fmt.Errorf("spec.template.spec.infrastructureRef: %s %s/%s not found", ref.Kind, capi.Namespace, ref.Name)
-			return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.TemplateNotFoundReason, nil, missing, 0)
+			return ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.TemplateNotFoundReason, nil, missing, 0)
 		}
+		return ctrl.Result{}, err
+	}
+	if err := r.claimTemplate(ctx, mapi, capi, cc.Platform.InfraMachineTemplateGVK()); err != nil {
 		return ctrl.Result{}, err
 	}
 	out, warnings, errs := convert.ToMachineAPIMachineSet(capi, tmpl, cc)
 	if len(errs) > 0 {
-		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+		return ctrl.Result{}, s.Synchronized(authority.ConversionFailedReason, errs, nil, 0)
 	}
 	if mapi.Status.SynchronizedGeneration != capi.Generation {
 		for _, w := range warnings {
 			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
 		}
 	}
-	base := mapi.DeepCopy()
-	authority, templateAuthority := mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI
+	requested, templateAuthority := mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI
 	mapi.Spec = out.Spec
-	mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI = authority, templateAuthority
+	mapi.Spec.AuthoritativeAPI, mapi.Spec.Template.Spec.AuthoritativeAPI = requested, templateAuthority
 	synccommon.MirrorMetadata(mapi, out.Labels, out.Annotations)
-	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
-		if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
-			return ctrl.Result{}, err
-		}
+	// The spec first: the status records the generation this write gives.
+	if err := s.StoreSpec(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
-	base = mapi.DeepCopy()
 	mapi.Status.Replicas = ptr.Deref(capi.Status.Replicas, 0)
 	mapi.Status.ReadyReplicas = ptr.Deref(capi.Status.ReadyReplicas, 0)
 	mapi.Status.AvailableReplicas = ptr.Deref(capi.Status.AvailableReplicas, 0)
 	mapi.Status.LabelSelector = capi.Status.Selector
 	mapi.Status.ObservedGeneration = mapi.Generation
-	synccommon.SetSynchronized(&mapi.Status.Conditions, synccommon.SynchronizedReason, nil, nil)
-	mapi.Status.SynchronizedGeneration = capi.Generation
-	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
+	return ctrl.Result{}, s.Synchronized(authority.SynchronizedReason, nil, nil, capi.Generation)
 }
 
 // keepCAPI gives the authoritative Cluster API MachineSet the sync finalizer. One paired for
@@ -99,9 +95,9 @@ func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.MachineS
 		}
 	}
 	wrote, err := patch.Locked(ctx, r.Client, capi, func() bool {
-		changed := controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		changed := controllerutil.AddFinalizer(capi, authority.SyncFinalizer)
 		if unpause {
-			synccommon.SetPaused(capi, false)
+			authority.SetPaused(capi, false)
 		}
 		return changed
 	})
@@ -113,4 +109,28 @@ func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.MachineS
 			"Cluster API MachineSet %s/%s was paused; it is authoritative, so the sync unpaused it and its InfraMachineTemplate", capi.Namespace, capi.Name)
 	}
 	return wrote, nil
+}
+
+// claimTemplate gives the Cluster API MachineSet, now the source, the template the sync
+// wrote for it before the MachineSet existed (toCAPI writes the template first) when the pass
+// that created both stopped before adoptTemplate: without a controller the template would
+// outlive the MachineSet. Only a template marked as this set's mirror and controlled by
+// nobody is claimed; a user's template is never touched. The template is read from the
+// metadata cache the controller watches it through, so the pass an event brings sees what
+// the event saw.
+func (r *Reconciler) claimTemplate(ctx context.Context, mapi *machinev1beta1.MachineSet, capi *clusterv1.MachineSet, gvk schema.GroupVersionKind) error {
+	tmpl := authority.Metadata(gvk)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: capi.Spec.Template.Spec.InfrastructureRef.Name}, tmpl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if metav1.GetControllerOf(tmpl) != nil || tmpl.Annotations[authority.MirrorOfAnnotation] != "MachineSet/"+mapi.Name ||
+		!tmpl.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	base := tmpl.DeepCopy()
+	tmpl.OwnerReferences = append(tmpl.OwnerReferences, *metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("MachineSet")))
+	if err := patch.Store(ctx, r.Client, tmpl, base); err != nil {
+		return fmt.Errorf("making Cluster API MachineSet %s the controller of %s %s: %w", capi.Name, gvk.Kind, tmpl.Name, err)
+	}
+	return nil
 }

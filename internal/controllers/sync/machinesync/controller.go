@@ -25,9 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
-	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/controllers/internal/pairwatch"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/provider"
 )
 
@@ -41,7 +42,7 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads the owner of a deleted Machine (delete.go).
 	APIReader  client.Reader
-	Namespaces synccommon.Namespaces
+	Namespaces authority.Namespaces
 	Recorder   record.EventRecorder
 	// Providers are the platforms whose Machines are mirrored.
 	Providers *provider.Registry
@@ -55,14 +56,14 @@ type Reconciler struct {
 
 // SetupWithManager watches both copies and every installed platform's InfraMachines.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toKey := synccommon.ToMachineAPIKey(r.Namespaces.MachineAPI)
-	inNS := synccommon.InNamespace
+	toKey := pairwatch.ToMachineAPIKey(r.Namespaces.MachineAPI)
+	inNS := pairwatch.InNamespace
 	if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), &machinev1beta1.Machine{}); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sync-machine").
-		Watches(&machinev1beta1.Machine{}, synccommon.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
+		Watches(&machinev1beta1.Machine{}, pairwatch.EnqueueSelf(), inNS(r.Namespaces.MachineAPI)).
 		Watches(&clusterv1.Machine{}, toKey, inNS(r.Namespaces.ClusterAPI)).
 		// A Cluster API MachineSet appearing gives the copies of its Machines an owner, and
 		// one becoming a paused mirror leaves their remediation to the sync. Its status
@@ -72,7 +73,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				predicate.LabelChangedPredicate{}))).
 		// Each key is one Machine's pair of copies; different pairs sync independently.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 5})
-	b, err := synccommon.WatchInfra(b, mgr.GetRESTMapper(), r.Providers,
+	// Whole InfraMachines: a pass converts them whole (convertToMAPI, upsertInfra).
+	b, err := synccommon.WatchInfraObjects(b, mgr.GetRESTMapper(), mgr.GetScheme(), r.Providers,
 		func(p provider.Provider) schema.GroupVersionKind { return p.InfraMachine }, toKey, r.Namespaces.ClusterAPI)
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return synccommon.RequeueOnConflict(r.reconcile(ctx, req))
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	mapi, capi, err := synccommon.GetCopies(ctx, r.Client, types.NamespacedName{Namespace: r.Namespaces.MachineAPI, Name: req.Name},
 		r.Namespaces.ClusterAPI, &machinev1beta1.Machine{}, &clusterv1.Machine{})
 	if err != nil {
@@ -129,28 +131,32 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !mapi.DeletionTimestamp.IsZero():
 		return r.mapiDeleted(ctx, mapi, capi)
 	}
-	source, pause := synccommon.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
-	if pause == synccommon.PauseMirror && synccommon.NotMirror(capi) {
+	// From here on the pass changes the Machine API copy in memory and writes it once, at
+	// the end (synccommon.Scope).
+	s := synccommon.NewScope(r.Client, r.Recorder, mapi, &mapi.Status.Conditions, &mapi.Status.SynchronizedGeneration)
+	defer s.Finish(ctx, &res, &retErr)
+	source, pause := authority.SyncSource(mapi.Status.AuthoritativeAPI, mapi.Status.SynchronizedAPI)
+	if pause == authority.PauseMirror && synccommon.NotMirror(capi) {
 		// Someone else's active Cluster API Machine of this name: left alone, and this Machine
 		// is not mirrored (nor given the sync finalizer) until it is gone or paused.
-		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
-			synccommon.ClusterAPIMachineNotMirrorReason, "Machine", capi)
+		s.NotMirror(authority.ClusterAPIMachineNotMirrorReason, "Machine", capi)
+		return ctrl.Result{}, nil
 	}
-	if wrote, err := patch.EnsureFinalizer(ctx, r.Client, mapi, synccommon.SyncFinalizer); wrote || err != nil {
+	if err := s.EnsureFinalizer(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	if capi != nil && !capi.DeletionTimestamp.IsZero() {
-		if pause == synccommon.KeepPause {
+		if pause == authority.KeepPause {
 			return ctrl.Result{}, nil // the migration controller settles a deletion mid-handover
 		}
 		return r.capiDeleted(ctx, mapi, capi)
 	}
 	if source == machinev1beta1.MachineAuthorityClusterAPI && capi != nil {
-		return r.toMAPI(ctx, mapi, capi)
+		return r.toMAPI(ctx, s, mapi, capi)
 	}
 	// Machine API authoritative, or Cluster API authoritative without a Cluster API copy yet:
 	// the Machine API spec is the source.
-	return r.toCAPI(ctx, mapi, capi, pause)
+	return r.toCAPI(ctx, s, mapi, capi, pause)
 }
 
 // decideAuthority initialises an empty status.authoritativeAPI from the spec

@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -32,28 +33,28 @@ const deletionPoll = 2 * time.Second
 // deleted on its own, leaving the Cluster API Machine running. An active Cluster API Machine
 // that is not the sync's mirror (synccommon.NotMirror) is never taken along.
 func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
-	authority := mapi.Status.AuthoritativeAPI
-	if !controllerutil.ContainsFinalizer(mapi, synccommon.SyncFinalizer) {
+	current := mapi.Status.AuthoritativeAPI
+	if !controllerutil.ContainsFinalizer(mapi, authority.SyncFinalizer) {
 		// Never mirrored. A Machine born with the Machine API finalizer whose spec gave it to
 		// the Cluster API (decideAuthority) has no Machine API controller to let it go.
-		if authority == machinev1beta1.MachineAuthorityClusterAPI {
+		if current == machinev1beta1.MachineAuthorityClusterAPI {
 			_, err := patch.RemoveFinalizer(ctx, r.Client, mapi, machinev1beta1.MachineFinalizer)
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, nil
 	}
-	if authority == machinev1beta1.MachineAuthorityMigrating {
+	if current == machinev1beta1.MachineAuthorityMigrating {
 		// The migration controller first settles which side carries the deletion out.
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
 	}
-	if authority != machinev1beta1.MachineAuthorityClusterAPI && synccommon.NotMirror(capi) {
+	if current != machinev1beta1.MachineAuthorityClusterAPI && synccommon.NotMirror(capi) {
 		capi = nil // someone else's active Machine of this name: not this deletion's to carry
 	}
 	owned, err := r.ownerAlive(ctx, mapi)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	propagate := authority != machinev1beta1.MachineAuthorityClusterAPI || owned ||
+	propagate := current != machinev1beta1.MachineAuthorityClusterAPI || owned ||
 		(capi != nil && !capi.DeletionTimestamp.IsZero())
 	if capi != nil && propagate {
 		if capi.DeletionTimestamp.IsZero() {
@@ -63,7 +64,7 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 			r.event(mapi, corev1.EventTypeNormal, "MirrorDeleted", "Deleting Cluster API Machine %s/%s with its Machine API copy", capi.Namespace, capi.Name)
 		}
 		// Wait for the authoritative controller to finish with the instance.
-		if authority == machinev1beta1.MachineAuthorityClusterAPI {
+		if current == machinev1beta1.MachineAuthorityClusterAPI {
 			if controllerutil.ContainsFinalizer(capi, capiMachineFinalizer) {
 				return ctrl.Result{RequeueAfter: deletionPoll}, nil
 			}
@@ -83,7 +84,7 @@ func (r *Reconciler) mapiDeleted(ctx context.Context, mapi *machinev1beta1.Machi
 	}
 	// The Machine API controller's finalizer stays only while it is authoritative and working.
 	extra := []string{}
-	if authority == machinev1beta1.MachineAuthorityClusterAPI {
+	if current == machinev1beta1.MachineAuthorityClusterAPI {
 		extra = append(extra, machinev1beta1.MachineFinalizer)
 	}
 	return ctrl.Result{}, synccommon.Release(ctx, r.Client, mapi, extra...)

@@ -6,9 +6,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/patch"
 )
 
@@ -19,32 +18,33 @@ import (
 // from the mirror, it goes from the Cluster API Machine too (synccommon.CarryMark).
 func (r *Reconciler) carryMarkToCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
 	value, marked := synccommon.OwnMark(mapi, synccommon.MachineAPIDeleteMarks)
-	return r.carryMark(ctx, mapi, capi, value, marked, synccommon.ClusterAPIDeleteMarks)
+	base := capi.DeepCopy()
+	if !synccommon.CarryMark(capi, value, marked, synccommon.ClusterAPIDeleteMarks) {
+		return nil
+	}
+	if err := patch.Store(ctx, r.Client, capi, base); err != nil {
+		return err
+	}
+	r.event(mapi, corev1.EventTypeNormal, "AutoscalerDeleteMark", "%s", markMessage(marked, synccommon.ClusterAPIDeleteMarks[0]))
+	return nil
 }
 
 // carryMarkToMAPI: the Machine API copy is authoritative. A cluster.x-k8s.io/delete-machine
 // mark put on the paused Cluster API mirror (the autoscaler working with Cluster API
 // MachineSets) reaches the Machine API Machine as machine.openshift.io/delete-machine, which
-// its MachineSet deletes first when the autoscaler's replicas reach it.
-func (r *Reconciler) carryMarkToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) error {
+// its MachineSet deletes first when the autoscaler's replicas reach it. The copy is written
+// with the rest of the pass (synccommon.Scope).
+func carryMarkToMAPI(s *synccommon.Scope, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) {
 	value, marked := synccommon.OwnMark(capi, synccommon.ClusterAPIDeleteMarks)
-	return r.carryMark(ctx, mapi, mapi, value, marked, synccommon.MachineAPIDeleteMarks)
+	if synccommon.CarryMark(mapi, value, marked, synccommon.MachineAPIDeleteMarks) {
+		s.Eventf(corev1.EventTypeNormal, "AutoscalerDeleteMark", "%s", markMessage(marked, synccommon.MachineAPIDeleteMarks[0]))
+	}
 }
 
-// carryMark stores the authoritative copy to with its mark brought in line with the mirror's,
-// and tells it on the Machine API copy.
-func (r *Reconciler) carryMark(ctx context.Context, mapi *machinev1beta1.Machine, to client.Object, value string, marked bool, keys []string) error {
-	base := to.DeepCopyObject().(client.Object)
-	if !synccommon.CarryMark(to, value, marked, keys) {
-		return nil
-	}
-	if err := patch.Store(ctx, r.Client, to, base); err != nil {
-		return err
-	}
+// markMessage tells of a delete mark carried to the authoritative copy as key, or removed.
+func markMessage(marked bool, key string) string {
 	if marked {
-		r.event(mapi, corev1.EventTypeNormal, "AutoscalerDeleteMark", "Carried the delete-machine mark of the mirror to the authoritative copy as %s", keys[0])
-	} else {
-		r.event(mapi, corev1.EventTypeNormal, "AutoscalerDeleteMark", "The mirror's delete-machine mark is gone: removed %s from the authoritative copy", keys[0])
+		return "Carried the delete-machine mark of the mirror to the authoritative copy as " + key
 	}
-	return nil
+	return "The mirror's delete-machine mark is gone: removed " + key + " from the authoritative copy"
 }

@@ -12,16 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/userdata"
 )
 
 // toCAPI converts the Machine API copy onto the Cluster API side. When the Machine API is
@@ -29,7 +30,7 @@ import (
 // has no copy yet (a Machine born Cluster API-authoritative), the copy is created unpaused and
 // later syncs run the other way; during a handover from the Machine API the pause is left to
 // the migration controller.
-func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine, pause synccommon.Pause) (ctrl.Result, error) {
+func (r *Reconciler) toCAPI(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.Machine, capi *clusterv1.Machine, pause authority.Pause) (ctrl.Result, error) {
 	set, err := r.capiSetOf(ctx, mapi)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -38,24 +39,22 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 		// Someone else's active Cluster API MachineSet has the name of this Machine's
 		// MachineSet: it would adopt a copy of this Machine its selector matches, then count,
 		// scale and delete it as its own. Nothing is mirrored until it is gone or paused.
-		return ctrl.Result{}, synccommon.ReportNotMirror(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions,
-			synccommon.ClusterAPIMachineSetNotMirrorReason, "MachineSet", set)
+		s.NotMirror(authority.ClusterAPIMachineSetNotMirrorReason, "MachineSet", set)
+		return ctrl.Result{}, nil
 	}
 	// A paused copy (a mirror, or one mid-handover) hands the autoscaler's delete mark back.
-	mirror := pause == synccommon.PauseMirror || pause == synccommon.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
+	mirror := pause == authority.PauseMirror || pause == authority.KeepPause && capi != nil && gate.HasPausedAnnotation(capi)
 	if mirror && capi != nil {
-		if err := r.carryMarkToMAPI(ctx, mapi, capi); err != nil {
-			return ctrl.Result{}, err
-		}
+		carryMarkToMAPI(s, mapi, capi)
 	}
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, synccommon.ProviderSpecKind(mapi.Spec.ProviderSpec))
+	cc, err := authority.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, authority.ProviderSpecKind(mapi.Spec.ProviderSpec))
 	if err != nil {
-		return ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+		return ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.NoContextReason, nil, err, 0)
 	}
 	out, warnings, errs := convert.ToClusterAPIMachine(mapi, cc)
 	if len(errs) > 0 {
 		// Nothing is written on the other side: a partial mirror is worse than none.
-		return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+		return ctrl.Result{}, s.Synchronized(authority.ConversionFailedReason, errs, nil, 0)
 	}
 	synccommon.DropCarried(mapi, out.Machine.Annotations, synccommon.ClusterAPIDeleteMarks)
 	if mapi.Status.SynchronizedGeneration != mapi.Generation {
@@ -63,7 +62,7 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 			r.event(mapi, corev1.EventTypeWarning, "ConversionWarning", "%s", w.String())
 		}
 	}
-	if err := synccommon.EnsureUserData(ctx, r.Client, mapi.Namespace, out.Machine.Namespace, out.Machine.Spec.Bootstrap.DataSecretName, out.Machine.Spec.ClusterName); err != nil {
+	if err := userdata.Ensure(ctx, r.Client, mapi.Namespace, out.Machine.Namespace, out.Machine.Spec.Bootstrap.DataSecretName, out.Machine.Spec.ClusterName); err != nil {
 		return ctrl.Result{}, err
 	}
 	owner := capiOwner(set)
@@ -71,8 +70,8 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	// The Machine first, so the InfraMachine can be owned by it.
 	desired := out.Machine
 	synccommon.MarkMirrored(desired)
-	synccommon.SetPaused(desired, pause.ForCreate())
-	controllerutil.AddFinalizer(desired, synccommon.SyncFinalizer)
+	authority.SetPaused(desired, pause.ForCreate())
+	controllerutil.AddFinalizer(desired, authority.SyncFinalizer)
 	if owner != nil {
 		desired.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
@@ -92,17 +91,17 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	}
 
 	infra := out.InfraMachine
-	synccommon.SetPaused(infra, pause.ForCreate())
-	synccommon.MarkMirrorOf(infra, "Machine/"+mapi.Name)
+	authority.SetPaused(infra, pause.ForCreate())
+	authority.MarkMirrorOf(infra, "Machine/"+mapi.Name)
 	infra.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(capi, clusterv1.GroupVersion.WithKind("Machine"))})
 	if err := r.upsertInfra(ctx, infra, pause); err != nil {
 		if errors.Is(err, errLeftoverInfra) {
 			// Nothing is adopted: once the garbage collector has removed it, it is created.
-			return ctrl.Result{RequeueAfter: time.Second}, r.setSynchronized(ctx, mapi, synccommon.MirrorWriteFailedReason, nil, err, 0)
+			return ctrl.Result{RequeueAfter: time.Second}, s.Synchronized(authority.MirrorWriteFailedReason, nil, err, 0)
 		}
 		return ctrl.Result{}, err
 	}
-	if pause == synccommon.PauseMirror {
+	if pause == authority.PauseMirror {
 		if done, err := r.carryRemediation(ctx, mapi, capi); done || err != nil {
 			return ctrl.Result{}, err
 		}
@@ -119,19 +118,19 @@ func (r *Reconciler) toCAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.SynchronizedReason, nil, nil, mapi.Generation)
+	return ctrl.Result{}, s.Synchronized(authority.SynchronizedReason, nil, nil, mapi.Generation)
 }
 
 // updateCAPI overwrites drift on the Cluster API Machine: its spec, the labels and
 // annotations the conversion produces (removing those it copied before that are gone from the
 // Machine API copy), the paused annotation and the sync finalizer.
-func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, pause synccommon.Pause) error {
+func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Machine, pause authority.Pause) error {
 	base := capi.DeepCopy()
 	capi.Spec = desired.Spec
 	capi.Spec.ProviderID = cmp.Or(capi.Spec.ProviderID, base.Spec.ProviderID) // never cleared (synccommon.KeepProviderID)
 	synccommon.MirrorMetadata(capi, desired.Labels, desired.Annotations)
 	pause.Apply(capi)
-	controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+	controllerutil.AddFinalizer(capi, authority.SyncFinalizer)
 	if len(desired.OwnerReferences) > 0 && metav1.GetControllerOf(capi) == nil {
 		capi.OwnerReferences = append(capi.OwnerReferences, desired.OwnerReferences...)
 	}
@@ -142,8 +141,8 @@ func (r *Reconciler) updateCAPI(ctx context.Context, capi, desired *clusterv1.Ma
 }
 
 // upsertInfra creates the InfraMachine or overwrites drift in its spec and labels, and keeps
-// its paused annotation and the sync's mark (synccommon.MirrorOfAnnotation).
-func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pause synccommon.Pause) error {
+// its paused annotation and the sync's mark (authority.MirrorOfAnnotation).
+func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pause authority.Pause) error {
 	existing := desired.DeepCopyObject().(client.Object)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if apierrors.IsNotFound(err) {
@@ -165,9 +164,9 @@ func (r *Reconciler) upsertInfra(ctx context.Context, desired client.Object, pau
 		return err
 	}
 	synccommon.KeepProviderID(existing, base)
-	existing.SetLabels(synccommon.MergeMap(existing.GetLabels(), desired.GetLabels()))
+	existing.SetLabels(authority.MergeMap(existing.GetLabels(), desired.GetLabels()))
 	pause.Apply(existing)
-	synccommon.MarkMirrorOf(existing, desired.GetAnnotations()[synccommon.MirrorOfAnnotation])
+	authority.MarkMirrorOf(existing, desired.GetAnnotations()[authority.MirrorOfAnnotation])
 	if metav1.GetControllerOf(existing) == nil {
 		existing.SetOwnerReferences(append(existing.GetOwnerReferences(), desired.GetOwnerReferences()...))
 	}
@@ -204,19 +203,4 @@ func (r *Reconciler) capiSetOf(ctx context.Context, mapi *machinev1beta1.Machine
 		return nil, client.IgnoreNotFound(err)
 	}
 	return ms, nil
-}
-
-// setSynchronized writes the Synchronized condition and, on success, the generation synced.
-func (r *Reconciler) setSynchronized(ctx context.Context, mapi *machinev1beta1.Machine, reason string, errs field.ErrorList, detail error, generation int64) error {
-	if mapi == nil {
-		// No Machine API copy yet (a Cluster API Machine waiting for one): nothing to record
-		// the outcome on. A conversion error is returned so it is logged and retried; a
-		// missing context is retried by the caller's RequeueAfter.
-		if len(errs) > 0 {
-			return fmt.Errorf("%s: %w", reason, errs.ToAggregate())
-		}
-		return nil
-	}
-	return synccommon.WriteSynchronized(ctx, r.Client, r.Recorder, mapi, &mapi.Status.Conditions, &mapi.Status.SynchronizedGeneration,
-		reason, errs, detail, generation)
 }

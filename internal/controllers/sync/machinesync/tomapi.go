@@ -6,7 +6,6 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/machina-dev/machina/internal/controllers/sync/synccommon"
+	"github.com/machina-dev/machina/internal/authority"
+	"github.com/machina-dev/machina/internal/controllers/sync/internal/synccommon"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
@@ -27,7 +27,7 @@ import (
 // copies of a pair do (a pair born in the Cluster API too), so its deletion reaches the sync
 // and is carried over instead of the Machine being created again from its Machine API copy;
 // and, if it has none, its controller (keepCAPI).
-func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
+func (r *Reconciler) toMAPI(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (ctrl.Result, error) {
 	if wrote, err := r.keepCAPI(ctx, mapi, capi); wrote || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -37,7 +37,7 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if err := r.carryMarkToCAPI(ctx, mapi, capi); err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, view, res, err := r.convertToMAPI(ctx, mapi, capi)
+	desired, view, res, err := r.convertToMAPI(ctx, s, mapi, capi)
 	if desired == nil {
 		return res, err
 	}
@@ -45,12 +45,11 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	if view != nil {
 		desired.Labels, desired.Annotations = view.Apply(desired.Labels, desired.Annotations)
 	}
-	base := mapi.DeepCopy()
-	authority := mapi.Spec.AuthoritativeAPI
+	requested, providerID := mapi.Spec.AuthoritativeAPI, mapi.Spec.ProviderID
 	mapi.Spec = desired.Spec
-	mapi.Spec.AuthoritativeAPI = authority // the user's request, never the sync's
+	mapi.Spec.AuthoritativeAPI = requested // the user's request, never the sync's
 	if mapi.Spec.ProviderID == nil {
-		mapi.Spec.ProviderID = base.Spec.ProviderID // never cleared (synccommon.KeepProviderID)
+		mapi.Spec.ProviderID = providerID // never cleared (synccommon.KeepProviderID)
 	}
 	synccommon.MirrorMetadata(mapi, desired.Labels, desired.Annotations)
 	if owner, err := r.mapiOwner(ctx, capi); err != nil {
@@ -58,32 +57,21 @@ func (r *Reconciler) toMAPI(ctx context.Context, mapi *machinev1beta1.Machine, c
 	} else if owner != nil && metav1.GetControllerOf(mapi) == nil {
 		mapi.OwnerReferences = append(mapi.OwnerReferences, *owner)
 	}
-	if !equality.Semantic.DeepEqual(base.Spec, mapi.Spec) || !equality.Semantic.DeepEqual(base.ObjectMeta, mapi.ObjectMeta) {
-		if err := patch.Store(ctx, r.Client, mapi, base); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	base = mapi.DeepCopy()
 	statusToMAPI(mapi, capi)
 	if view != nil {
 		mapi.Status.ProviderStatus = view.ProviderStatus
 	}
-	synccommon.SetSynchronized(&mapi.Status.Conditions, synccommon.SynchronizedReason, nil, nil)
-	mapi.Status.SynchronizedGeneration = capi.Generation
-	if equality.Semantic.DeepEqual(base.Status, mapi.Status) {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, patch.StoreStatus(ctx, r.Client, mapi, base)
+	return ctrl.Result{}, s.Synchronized(authority.SynchronizedReason, nil, nil, capi.Generation)
 }
 
 // convertToMAPI reads the InfraMachine and converts; on failure it records why and returns
 // nil. The InstanceView is what the platform's actuator would record about the instance (nil
 // when the platform records none).
-func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, *convert.InstanceView, ctrl.Result, error) {
+func (r *Reconciler) convertToMAPI(ctx context.Context, s *synccommon.Scope, mapi *machinev1beta1.Machine, capi *clusterv1.Machine) (*machinev1beta1.Machine, *convert.InstanceView, ctrl.Result, error) {
 	ref := capi.Spec.InfrastructureRef
-	cc, err := synccommon.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
+	cc, err := authority.ContextFor(ctx, r.Client, r.Providers, r.Namespaces, ref.Kind)
 	if err != nil {
-		return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil, err, 0)
+		return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.NoContextReason, nil, err, 0)
 	}
 	obj, err := r.Client.Scheme().New(cc.Platform.InfraMachineGVK()) // the manager's: every platform's types
 	if err != nil {
@@ -92,14 +80,14 @@ func (r *Reconciler) convertToMAPI(ctx context.Context, mapi *machinev1beta1.Mac
 	infra := obj.(client.Object)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: capi.Namespace, Name: ref.Name}, infra); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, r.setSynchronized(ctx, mapi, synccommon.NoContextReason, nil,
+			return nil, nil, ctrl.Result{RequeueAfter: ContextRetry}, s.Synchronized(authority.NoContextReason, nil,
 				errorf("%s %s/%s not found", ref.Kind, capi.Namespace, ref.Name), 0)
 		}
 		return nil, nil, ctrl.Result{}, err
 	}
 	out, warnings, errs := convert.ToMachineAPIMachine(capi, infra, cc)
 	if len(errs) > 0 {
-		return nil, nil, ctrl.Result{}, r.setSynchronized(ctx, mapi, synccommon.ConversionFailedReason, errs, nil, 0)
+		return nil, nil, ctrl.Result{}, s.Synchronized(authority.ConversionFailedReason, errs, nil, 0)
 	}
 	if mapi != nil && mapi.Status.SynchronizedGeneration != capi.Generation {
 		for _, w := range warnings {
@@ -137,9 +125,9 @@ func (r *Reconciler) keepCAPI(ctx context.Context, mapi *machinev1beta1.Machine,
 		}
 	}
 	wrote, err := patch.Locked(ctx, r.Client, capi, func() bool {
-		changed := controllerutil.AddFinalizer(capi, synccommon.SyncFinalizer)
+		changed := controllerutil.AddFinalizer(capi, authority.SyncFinalizer)
 		if unpause {
-			synccommon.SetPaused(capi, false)
+			authority.SetPaused(capi, false)
 			controllerutil.AddFinalizer(capi, clusterv1.MachineFinalizer)
 		}
 		if owner != nil {
@@ -204,7 +192,7 @@ func (r *Reconciler) mapiOwner(ctx context.Context, capi *clusterv1.Machine) (*m
 // Cluster API controller will never act on it, so the sync deletes it and lets go of its
 // finalizer and the Cluster API controller's.
 func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctrl.Result, error) {
-	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; paused && controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+	if _, paused := capi.Annotations[clusterv1.PausedAnnotation]; paused && controllerutil.ContainsFinalizer(capi, authority.SyncFinalizer) {
 		if capi.DeletionTimestamp.IsZero() {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, capi)); err != nil {
 				return ctrl.Result{}, err
@@ -213,9 +201,9 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 		}
 		return ctrl.Result{}, synccommon.Release(ctx, r.Client, capi, capiMachineFinalizer)
 	}
-	if controllerutil.ContainsFinalizer(capi, synccommon.SyncFinalizer) {
+	if controllerutil.ContainsFinalizer(capi, authority.SyncFinalizer) {
 		// Its copy was deleted and the deletion was settled then; nothing left to sync.
-		_, err := patch.RemoveFinalizer(ctx, r.Client, capi, synccommon.SyncFinalizer)
+		_, err := patch.RemoveFinalizer(ctx, r.Client, capi, authority.SyncFinalizer)
 		return ctrl.Result{}, err
 	}
 	if !capi.DeletionTimestamp.IsZero() {
@@ -225,7 +213,9 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	if err != nil || owner == nil {
 		return ctrl.Result{}, err
 	}
-	out, _, res, err := r.convertToMAPI(ctx, nil, capi) // the instance view comes with the first toMAPI pass
+	// No copy to record a failure on (synccommon.Scope); the instance view comes with the
+	// first toMAPI pass.
+	out, _, res, err := r.convertToMAPI(ctx, synccommon.NewScope(r.Client, r.Recorder, nil, nil, nil), nil, capi)
 	if out == nil {
 		return res, err
 	}
@@ -233,7 +223,7 @@ func (r *Reconciler) capiOnly(ctx context.Context, capi *clusterv1.Machine) (ctr
 	out.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
 	out.OwnerReferences = []metav1.OwnerReference{*owner}
 	synccommon.MarkMirrored(out)
-	controllerutil.AddFinalizer(out, synccommon.SyncFinalizer)
+	controllerutil.AddFinalizer(out, authority.SyncFinalizer)
 	if err := r.Client.Create(ctx, out); err != nil {
 		return ctrl.Result{}, client.IgnoreAlreadyExists(err)
 	}

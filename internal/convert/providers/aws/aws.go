@@ -106,14 +106,26 @@ func (Platform) MarksControlPlane() bool { return true }
 // Name is the platform's short name.
 func (Platform) Name() string { return "aws" }
 
+// kinds is the plumbing between the AWSMachine and AWSMachineTemplate and their spec; the
+// methods below add the instanceID CAPA records beside the providerID.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capav1.AWSMachine, capav1.AWSMachineTemplate, capav1.AWSMachineSpec]{
+	Machine:      capav1.GroupVersion.WithKind("AWSMachine"),
+	Template:     capav1.GroupVersion.WithKind("AWSMachineTemplate"),
+	MachineSpec:  func(m *capav1.AWSMachine) *capav1.AWSMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capav1.AWSMachineTemplate) *capav1.AWSMachineSpec { return &t.Spec.Template.Spec },
+	TemplateMetadata: func(t *capav1.AWSMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.PointerProviderID(func(s *capav1.AWSMachineSpec) **string { return &s.ProviderID }),
+	Instance:   "instance",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capav1.GroupVersion.WithKind("AWSMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capav1.GroupVersion.WithKind("AWSMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
 }
 
 func (p Platform) credentialsSecret() string {
@@ -125,40 +137,27 @@ func (p Platform) credentialsSecret() string {
 
 // NewInfraMachine wraps spec (an *AWSMachineSpec) in an AWSMachine. The instance ID is
 // derived from providerID, as CAPA itself records it.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capav1.AWSMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capav1.AWSMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	if providerID != "" {
-		m.Spec.ProviderID = ptr.To(providerID)
-		if id := instanceID(providerID); id != "" {
-			m.Spec.InstanceID = ptr.To(id)
-		}
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	m := kinds.NewInfraMachine(spec, providerID).(*capav1.AWSMachine)
+	if id := instanceID(providerID); id != "" {
+		m.Spec.InstanceID = ptr.To(id)
 	}
 	return m
 }
 
 // NewInfraMachineTemplate wraps spec (an *AWSMachineSpec) in an AWSMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capav1.AWSMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capav1.AWSMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
 }
 
 // SplitInfraMachine returns the spec (without providerID and instanceID) and providerID of
 // an AWSMachine.
 func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capav1.AWSMachine)
-	if !ok || m == nil {
+	spec, pid, ok := kinds.SplitInfraMachine(obj, path, r)
+	if !ok {
 		return nil, "", false
 	}
-	s := m.Spec.DeepCopy()
-	pid := ptr.Deref(s.ProviderID, "")
+	s := spec.(*capav1.AWSMachineSpec)
 	if s.InstanceID != nil {
 		switch derived := instanceID(pid); {
 		case pid == "":
@@ -169,28 +168,22 @@ func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *conver
 	} else if instanceID(pid) != "" {
 		r.Warn(path.Child("instanceID"), "unset; converting back derives it from the providerID")
 	}
-	s.ProviderID, s.InstanceID = nil, nil
+	s.InstanceID = nil
 	return s, pid, true
 }
 
-// SplitInfraMachineTemplate returns the machine spec of an AWSMachineTemplate.
+// SplitInfraMachineTemplate returns the machine spec of an AWSMachineTemplate, which names no
+// instance by either ID.
 func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capav1.AWSMachineTemplate)
-	if !ok || t == nil {
+	spec, ok := kinds.SplitInfraMachineTemplate(obj, path, r)
+	if !ok {
 		return nil, false
 	}
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(path.Child("template", "metadata"), "labels and annotations for the AWSMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	sp := path.Child("template", "spec")
-	if s.ProviderID != nil && *s.ProviderID != "" {
-		r.Error(field.Invalid(sp.Child("providerID"), *s.ProviderID, "a machine template cannot name one instance"))
-	}
+	s := spec.(*capav1.AWSMachineSpec)
 	if s.InstanceID != nil && *s.InstanceID != "" {
-		r.Error(field.Invalid(sp.Child("instanceID"), *s.InstanceID, "a machine template cannot name one instance"))
+		r.Error(field.Invalid(path.Child("template", "spec", "instanceID"), *s.InstanceID, "a machine template cannot name one instance"))
 	}
-	s.ProviderID, s.InstanceID = nil, nil
+	s.InstanceID = nil
 	return s, true
 }
 

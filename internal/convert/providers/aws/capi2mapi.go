@@ -19,7 +19,8 @@ import (
 )
 
 // FromInfra converts an AWSMachine spec and the Machine's values back into an
-// AWSMachineProviderConfig. The region and credentials secret come from the cluster.
+// AWSMachineProviderConfig, one section of the providerSpec after the other. The region and
+// credentials secret come from the cluster.
 func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, paths convert.InfraPaths, r *convert.Report) *runtime.RawExtension {
 	s, ok := convert.InfraSpecAs[capav1.AWSMachineSpec](spec, paths.Infra, r)
 	if !ok {
@@ -29,9 +30,27 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	ps := &mapiv1.AWSMachineProviderConfig{}
 	ps.APIVersion = mapiv1.GroupVersion.String()
 	ps.Kind = ProviderSpecKind
-	unsupported := func(name string, v any) { r.Unsupported(path.Child(name), v, convert.MachineAPI) }
+	instanceToMAPI(s, ps, path, r)
+	p.secretsToMAPI(s, mv.DataSecretName, ps, path, r)
+	p.networkToMAPI(s, ps, path, r)
+	ps.LoadBalancers = p.loadBalancersToMAPI(mv.ControlPlane, paths, r)
+	p.placementToMAPI(s, mv.FailureDomain, ps, path, r)
+	storageToMAPI(s, ps, path, r)
+	purchasingToMAPI(s, ps, path, r)
+	if o := s.InstanceMetadataOptions; o != nil {
+		ps.MetadataServiceOptions.Authentication = metadataServiceToMAPI(o, path.Child("instanceMetadataOptions"), r)
+	}
+	return convert.Encode(ps, path, r)
+}
 
-	// Image and instance.
+// unsupported reports a field of the AWSMachine spec the Machine API cannot express.
+func unsupported(r *convert.Report, path *field.Path, name string, v any) {
+	r.Unsupported(path.Child(name), v, convert.MachineAPI)
+}
+
+// instanceToMAPI converts the image and the instance: AMI (by ID only; CAPA's lookups have
+// no Machine API counterpart), type, CPU options, tags and instance profile.
+func instanceToMAPI(s *capav1.AWSMachineSpec, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
 	if s.AMI.ID == nil || *s.AMI.ID == "" {
 		r.Error(field.Required(path.Child("ami", "id"), "the Machine API needs an explicit AMI"))
 	} else {
@@ -41,13 +60,13 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 		r.Unsupported(path.Child("ami", "eksLookupType"), *s.AMI.EKSOptimizedLookupType, convert.MachineAPI)
 	}
 	if s.ImageLookupFormat != "" {
-		unsupported("imageLookupFormat", s.ImageLookupFormat)
+		unsupported(r, path, "imageLookupFormat", s.ImageLookupFormat)
 	}
 	if s.ImageLookupOrg != "" {
-		unsupported("imageLookupOrg", s.ImageLookupOrg)
+		unsupported(r, path, "imageLookupOrg", s.ImageLookupOrg)
 	}
 	if s.ImageLookupBaseOS != "" {
-		unsupported("imageLookupBaseOS", s.ImageLookupBaseOS)
+		unsupported(r, path, "imageLookupBaseOS", s.ImageLookupBaseOS)
 	}
 	ps.InstanceType = s.InstanceType
 	if s.InstanceType == "" {
@@ -63,10 +82,14 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	if s.IAMInstanceProfile != "" {
 		ps.IAMInstanceProfile = &mapiv1.AWSResourceReference{ID: ptr.To(s.IAMInstanceProfile)}
 	}
+}
 
-	// Secrets and bootstrap.
-	if mv.DataSecretName != nil && *mv.DataSecretName != "" {
-		ps.UserDataSecret = &corev1.LocalObjectReference{Name: *mv.DataSecretName}
+// secretsToMAPI names the user data secret (the Machine's bootstrap data secret, dataSecret),
+// the cluster's credentials secret and the SSH key, and checks that the user data reaches the
+// instance as the Machine API hands it over: unchanged.
+func (p Platform) secretsToMAPI(s *capav1.AWSMachineSpec, dataSecret *string, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
+	if dataSecret != nil && *dataSecret != "" {
+		ps.UserDataSecret = &corev1.LocalObjectReference{Name: *dataSecret}
 	}
 	ps.CredentialsSecret = &corev1.LocalObjectReference{Name: p.credentialsSecret()}
 	ps.KeyName = copyString(s.SSHKeyName)
@@ -91,13 +114,17 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 		r.Warn(path.Child("uncompressedUserData"), "dropped: the Machine API never compresses user data")
 	}
 	if s.CloudInit != (capav1.CloudInit{}) {
-		unsupported("cloudInit", "<set>")
+		unsupported(r, path, "cloudInit", "<set>")
 	}
+}
 
-	// Network.
+// networkToMAPI converts the public IP, network interface type, security groups and subnet,
+// and checks what a dual-stack cluster's actuator derives; the load balancers are
+// loadBalancersToMAPI's.
+func (p Platform) networkToMAPI(s *capav1.AWSMachineSpec, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
 	ps.PublicIP = copyBool(s.PublicIP)
 	if s.ElasticIPPool != nil {
-		unsupported("elasticIpPool", "<set>")
+		unsupported(r, path, "elasticIpPool", "<set>")
 	}
 	switch s.NetworkInterfaceType {
 	case "":
@@ -115,17 +142,19 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 		ps.Subnet = refToMAPI(*s.Subnet, path.Child("subnet"), r)
 	}
 	if len(s.SecurityGroupOverrides) > 0 {
-		unsupported("securityGroupOverrides", sortedRoles(s.SecurityGroupOverrides))
+		unsupported(r, path, "securityGroupOverrides", sortedRoles(s.SecurityGroupOverrides))
 	}
 	if len(s.NetworkInterfaces) > 0 {
-		unsupported("networkInterfaces", s.NetworkInterfaces)
+		unsupported(r, path, "networkInterfaces", s.NetworkInterfaces)
 	}
 	p.dualStackToMAPI(s, path, r)
-	ps.LoadBalancers = p.loadBalancersToMAPI(mv.ControlPlane, paths, r)
+}
 
-	// Placement.
+// placementToMAPI places the instance in the cluster's region and the Machine's failure
+// domain (zone), and converts tenancy, dedicated host and placement group.
+func (p Platform) placementToMAPI(s *capav1.AWSMachineSpec, zone string, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
 	ps.Placement.Region = p.Region
-	ps.Placement.AvailabilityZone = mv.FailureDomain
+	ps.Placement.AvailabilityZone = zone
 	switch t := s.Tenancy; t {
 	case "", string(mapiv1.DefaultTenancy), string(mapiv1.DedicatedTenancy), string(mapiv1.HostTenancy):
 		ps.Placement.Tenancy = mapiv1.InstanceTenancy(t)
@@ -141,8 +170,11 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 			ps.PlacementGroupPartition = ptr.To(int32(v))
 		}
 	}
+}
 
-	// Storage: the root volume first, as the device without a name.
+// storageToMAPI converts the volumes: the root volume first, as the device without a name,
+// then the non-root volumes in order.
+func storageToMAPI(s *capav1.AWSMachineSpec, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
 	if s.RootVolume != nil {
 		vp := path.Child("rootVolume")
 		if s.RootVolume.DeviceName != "" {
@@ -158,8 +190,10 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 		}
 		ps.BlockDevices = append(ps.BlockDevices, mapiv1.BlockDeviceMappingSpec{DeviceName: ptr.To(v.DeviceName), EBS: volumeToMAPI(v, vp, r)})
 	}
+}
 
-	// Purchasing.
+// purchasingToMAPI converts the spot options, the market type and the capacity reservation.
+func purchasingToMAPI(s *capav1.AWSMachineSpec, ps *mapiv1.AWSMachineProviderConfig, path *field.Path, r *convert.Report) {
 	if s.SpotMarketOptions != nil {
 		ps.SpotMarketOptions = &mapiv1.SpotMarketOptions{MaxPrice: copyString(s.SpotMarketOptions.MaxPrice)}
 	}
@@ -171,35 +205,36 @@ func (p Platform) FromInfra(spec convert.InfraSpec, mv convert.MachineValues, pa
 	}
 	ps.CapacityReservationID = ptr.Deref(s.CapacityReservationID, "")
 	if v := s.CapacityReservationPreference; v != "" {
-		unsupported("capacityReservationPreference", v)
+		unsupported(r, path, "capacityReservationPreference", v)
 	}
+}
 
-	// Instance metadata service.
-	if o := s.InstanceMetadataOptions; o != nil {
-		mp := path.Child("instanceMetadataOptions")
-		if o.HTTPEndpoint != "" && o.HTTPEndpoint != capav1.InstanceMetadataEndpointStateEnabled {
-			r.Unsupported(mp.Child("httpEndpoint"), o.HTTPEndpoint, convert.MachineAPI+" (the endpoint is always enabled)")
-		}
-		if o.HTTPProtocolIPv6 != "" && o.HTTPProtocolIPv6 != capav1.InstanceMetadataEndpointStateDisabled {
-			r.Unsupported(mp.Child("httpProtocolIpv6"), o.HTTPProtocolIPv6, convert.MachineAPI)
-		}
-		if o.HTTPPutResponseHopLimit != 0 && o.HTTPPutResponseHopLimit != 1 {
-			r.Unsupported(mp.Child("httpPutResponseHopLimit"), o.HTTPPutResponseHopLimit, convert.MachineAPI+" (the hop limit is 1)")
-		}
-		if o.InstanceMetadataTags != "" && o.InstanceMetadataTags != capav1.InstanceMetadataEndpointStateDisabled {
-			r.Unsupported(mp.Child("instanceMetadataTags"), o.InstanceMetadataTags, convert.MachineAPI)
-		}
-		switch o.HTTPTokens {
-		case "":
-		case capav1.HTTPTokensStateRequired:
-			ps.MetadataServiceOptions.Authentication = mapiv1.MetadataServiceAuthenticationRequired
-		case capav1.HTTPTokensStateOptional:
-			ps.MetadataServiceOptions.Authentication = mapiv1.MetadataServiceAuthenticationOptional
-		default:
-			r.Error(field.NotSupported(mp.Child("httpTokens"), o.HTTPTokens, []string{"required", "optional"}))
-		}
+// metadataServiceToMAPI returns the Machine API's authentication setting for CAPA's instance
+// metadata options (path), which must otherwise be what the Machine API's actuator always
+// sets: the endpoint enabled, no IPv6 endpoint, a hop limit of 1, no instance tags.
+func metadataServiceToMAPI(o *capav1.InstanceMetadataOptions, path *field.Path, r *convert.Report) mapiv1.MetadataServiceAuthentication {
+	if o.HTTPEndpoint != "" && o.HTTPEndpoint != capav1.InstanceMetadataEndpointStateEnabled {
+		r.Unsupported(path.Child("httpEndpoint"), o.HTTPEndpoint, convert.MachineAPI+" (the endpoint is always enabled)")
 	}
-	return convert.Encode(ps, path, r)
+	if o.HTTPProtocolIPv6 != "" && o.HTTPProtocolIPv6 != capav1.InstanceMetadataEndpointStateDisabled {
+		r.Unsupported(path.Child("httpProtocolIpv6"), o.HTTPProtocolIPv6, convert.MachineAPI)
+	}
+	if o.HTTPPutResponseHopLimit != 0 && o.HTTPPutResponseHopLimit != 1 {
+		r.Unsupported(path.Child("httpPutResponseHopLimit"), o.HTTPPutResponseHopLimit, convert.MachineAPI+" (the hop limit is 1)")
+	}
+	if o.InstanceMetadataTags != "" && o.InstanceMetadataTags != capav1.InstanceMetadataEndpointStateDisabled {
+		r.Unsupported(path.Child("instanceMetadataTags"), o.InstanceMetadataTags, convert.MachineAPI)
+	}
+	switch o.HTTPTokens {
+	case "":
+	case capav1.HTTPTokensStateRequired:
+		return mapiv1.MetadataServiceAuthenticationRequired
+	case capav1.HTTPTokensStateOptional:
+		return mapiv1.MetadataServiceAuthenticationOptional
+	default:
+		r.Error(field.NotSupported(path.Child("httpTokens"), o.HTTPTokens, []string{"required", "optional"}))
+	}
+	return ""
 }
 
 func tagsToMAPI(tags capav1.Tags, path *field.Path, r *convert.Report) []mapiv1.TagSpecification {

@@ -23,7 +23,8 @@ func userDataIgnition() *capav1.Ignition {
 // minVolumeSize is CAPA's lower bound for volume sizes (GiB).
 const minVolumeSize = 8
 
-// ToInfra converts an AWSMachineProviderConfig into an AWSMachine spec.
+// ToInfra converts an AWSMachineProviderConfig into an AWSMachine spec, one section of the
+// providerSpec after the other.
 func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *convert.Report) (convert.InfraSpec, convert.MachineValues) {
 	var ps mapiv1.AWSMachineProviderConfig
 	if !convert.DecodeProviderSpec(value, &ps, path, r) {
@@ -35,8 +36,19 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		r.Warn(path.Child("metadata"), "ignored by the Machine API and dropped")
 	}
 	out := &capav1.AWSMachineSpec{Ignition: userDataIgnition()}
+	instanceToCAPA(&ps, out, path, r)
+	mv.DataSecretName = p.secretsToCAPA(&ps, out, path, r)
+	mv.ControlPlane = p.networkToCAPA(&ps, out, path, r)
+	mv.FailureDomain = p.placementToCAPA(&ps, out, path, r)
+	blockDevicesToCAPA(ps.BlockDevices, out, path.Child("blockDevices"), r)
+	purchasingToCAPA(&ps, out, path, r)
+	metadataServiceToCAPA(ps.MetadataServiceOptions, out, path, r)
+	return out, mv
+}
 
-	// Image and instance.
+// instanceToCAPA converts the image and the instance: AMI, type, CPU options, tags and
+// instance profile.
+func instanceToCAPA(ps *mapiv1.AWSMachineProviderConfig, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
 	ami := path.Child("ami")
 	switch {
 	case ps.AMI.ARN != nil:
@@ -72,13 +84,17 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 			out.IAMInstanceProfile = *ref.ID
 		}
 	}
+}
 
-	// Secrets.
+// secretsToCAPA checks the user data and credentials secrets and converts the SSH key. The
+// user data secret becomes the Machine's bootstrap data secret, which it returns.
+func (p Platform) secretsToCAPA(ps *mapiv1.AWSMachineProviderConfig, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) *string {
+	var dataSecret *string
 	switch {
 	case ps.UserDataSecret == nil || ps.UserDataSecret.Name == "":
 		r.Error(field.Required(path.Child("userDataSecret", "name"), "Cluster API Machines need bootstrap data (spec.bootstrap.dataSecretName)"))
 	default:
-		mv.DataSecretName = ptr.To(ps.UserDataSecret.Name)
+		dataSecret = ptr.To(ps.UserDataSecret.Name)
 	}
 	switch cs := ps.CredentialsSecret; {
 	case cs == nil || cs.Name == "":
@@ -87,8 +103,13 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		r.Error(field.Invalid(path.Child("credentialsSecret", "name"), cs.Name, "CAPA takes credentials from the AWSCluster's identity, one per cluster; this cluster's Machine API credentials secret is "+p.credentialsSecret()))
 	}
 	out.SSHKeyName = copyString(ps.KeyName)
+	return dataSecret
+}
 
-	// Network.
+// networkToCAPA converts the network interface, security groups and subnet, checks the load
+// balancers, and adds what a dual-stack cluster gives every instance. It returns whether the
+// load balancers make the Machine a control-plane Machine.
+func (p Platform) networkToCAPA(ps *mapiv1.AWSMachineProviderConfig, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) bool {
 	if ps.DeviceIndex != 0 {
 		r.Error(field.Invalid(path.Child("deviceIndex"), ps.DeviceIndex, "CAPA always attaches the primary interface at index 0"))
 	}
@@ -112,13 +133,18 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 			out.Subnet = &ref
 		}
 	}
-	mv.ControlPlane = p.loadBalancersToCAPA(ps.LoadBalancers, path.Child("loadBalancers"), r)
+	controlPlane := p.loadBalancersToCAPA(ps.LoadBalancers, path.Child("loadBalancers"), r)
 	if isDualStack(p.IPFamily) {
 		out.AssignPrimaryIPv6 = ptr.To(capav1.PrimaryIPv6AssignmentStateEnabled)
 		out.PrivateDNSName = dualStackDNS()
 	}
+	return controlPlane
+}
 
-	// Placement.
+// placementToCAPA checks the region against the cluster's and converts tenancy, dedicated
+// host and placement group. The availability zone becomes the Machine's failure domain, which
+// it returns.
+func (p Platform) placementToCAPA(ps *mapiv1.AWSMachineProviderConfig, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) string {
 	pl := path.Child("placement")
 	switch {
 	case ps.Placement.Region == "":
@@ -126,7 +152,6 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 	case ps.Placement.Region != p.Region:
 		r.Error(field.Invalid(pl.Child("region"), ps.Placement.Region, "the cluster's region is "+p.Region+" (Infrastructure status.platformStatus.aws.region); CAPA keeps one region per cluster (AWSCluster spec.region), so a Machine in another region cannot be converted"))
 	}
-	mv.FailureDomain = ps.Placement.AvailabilityZone
 	switch t := ps.Placement.Tenancy; t {
 	case "", mapiv1.DefaultTenancy, mapiv1.DedicatedTenancy, mapiv1.HostTenancy:
 		out.Tenancy = string(t)
@@ -141,11 +166,11 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 		}
 		out.PlacementGroupPartition = int64(v)
 	}
+	return ps.Placement.AvailabilityZone
+}
 
-	// Storage.
-	blockDevicesToCAPA(ps.BlockDevices, out, path.Child("blockDevices"), r)
-
-	// Purchasing.
+// purchasingToCAPA converts the spot options, the market type and the capacity reservation.
+func purchasingToCAPA(ps *mapiv1.AWSMachineProviderConfig, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
 	if s := ps.SpotMarketOptions; s != nil {
 		out.SpotMarketOptions = &capav1.SpotMarketOptions{MaxPrice: copyString(s.MaxPrice)}
 	}
@@ -158,9 +183,12 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 	if ps.CapacityReservationID != "" {
 		out.CapacityReservationID = ptr.To(ps.CapacityReservationID)
 	}
+}
 
-	// Instance metadata service.
-	switch a := ps.MetadataServiceOptions.Authentication; a {
+// metadataServiceToCAPA converts the instance metadata service's token requirement, the one
+// thing the Machine API configures of it.
+func metadataServiceToCAPA(o mapiv1.MetadataServiceOptions, out *capav1.AWSMachineSpec, path *field.Path, r *convert.Report) {
+	switch a := o.Authentication; a {
 	case "":
 	case mapiv1.MetadataServiceAuthenticationRequired:
 		out.InstanceMetadataOptions = metadataOptions(capav1.HTTPTokensStateRequired)
@@ -169,7 +197,6 @@ func (p Platform) ToInfra(value *runtime.RawExtension, path *field.Path, r *conv
 	default:
 		r.Error(field.NotSupported(path.Child("metadataServiceOptions", "authentication"), a, []string{"Required", "Optional"}))
 	}
-	return out, mv
 }
 
 // CAPA's hostAffinity values.

@@ -173,14 +173,45 @@ func NewContext(infra *configv1.Infrastructure, c *capzv1.AzureCluster) (convert
 // Name is the platform's short name.
 func (Platform) Name() string { return "azure" }
 
+// kinds is the plumbing between the AzureMachine and AzureMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capzv1.AzureMachine, capzv1.AzureMachineTemplate, capzv1.AzureMachineSpec]{
+	Machine:      capzv1.GroupVersion.WithKind("AzureMachine"),
+	Template:     capzv1.GroupVersion.WithKind("AzureMachineTemplate"),
+	MachineSpec:  func(m *capzv1.AzureMachine) *capzv1.AzureMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capzv1.AzureMachineTemplate) *capzv1.AzureMachineSpec { return &t.Spec.Template.Spec },
+	TemplateMetadata: func(t *capzv1.AzureMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.PointerProviderID(func(s *capzv1.AzureMachineSpec) **string { return &s.ProviderID }),
+	Instance:   "virtual machine",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capzv1.GroupVersion.WithKind("AzureMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capzv1.GroupVersion.WithKind("AzureMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
+}
+
+// NewInfraMachine wraps spec (an *AzureMachineSpec) in an AzureMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
+}
+
+// NewInfraMachineTemplate wraps spec (an *AzureMachineSpec) in an AzureMachineTemplate.
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of an AzureMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
+}
+
+// SplitInfraMachineTemplate returns the machine spec of an AzureMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 func (p Platform) credentialsSecret() string {
@@ -203,56 +234,4 @@ func (p Platform) networkResourceGroup() string {
 		return p.NetworkResourceGroup
 	}
 	return p.ResourceGroup
-}
-
-// NewInfraMachine wraps spec (an *AzureMachineSpec) in an AzureMachine carrying providerID.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capzv1.AzureMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capzv1.AzureMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	if providerID != "" {
-		m.Spec.ProviderID = ptr.To(providerID)
-	}
-	return m
-}
-
-// NewInfraMachineTemplate wraps spec (an *AzureMachineSpec) in an AzureMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capzv1.AzureMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capzv1.AzureMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
-}
-
-// SplitInfraMachine returns the spec (without providerID) and providerID of an AzureMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capzv1.AzureMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	pid := ptr.Deref(s.ProviderID, "")
-	s.ProviderID = nil
-	return s, pid, true
-}
-
-// SplitInfraMachineTemplate returns the machine spec of an AzureMachineTemplate.
-func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capzv1.AzureMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(path.Child("template", "metadata"), "labels and annotations for the AzureMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != nil && *s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), *s.ProviderID, "a machine template cannot name one virtual machine"))
-	}
-	s.ProviderID = nil
-	return s, true
 }

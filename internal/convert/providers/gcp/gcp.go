@@ -160,14 +160,45 @@ func NewContext(infra *configv1.Infrastructure) (convert.Context, error) {
 // Name is the platform's short name.
 func (Platform) Name() string { return "gcp" }
 
+// kinds is the plumbing between the GCPMachine and GCPMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capgv1.GCPMachine, capgv1.GCPMachineTemplate, capgv1.GCPMachineSpec]{
+	Machine:      capgv1.GroupVersion.WithKind("GCPMachine"),
+	Template:     capgv1.GroupVersion.WithKind("GCPMachineTemplate"),
+	MachineSpec:  func(m *capgv1.GCPMachine) *capgv1.GCPMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capgv1.GCPMachineTemplate) *capgv1.GCPMachineSpec { return &t.Spec.Template.Spec },
+	TemplateMetadata: func(t *capgv1.GCPMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.PointerProviderID(func(s *capgv1.GCPMachineSpec) **string { return &s.ProviderID }),
+	Instance:   "instance",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capgv1.GroupVersion.WithKind("GCPMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capgv1.GroupVersion.WithKind("GCPMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
+}
+
+// NewInfraMachine wraps spec (a *GCPMachineSpec) in a GCPMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
+}
+
+// NewInfraMachineTemplate wraps spec (a *GCPMachineSpec) in a GCPMachineTemplate.
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of a GCPMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
+}
+
+// SplitInfraMachineTemplate returns the machine spec of a GCPMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 func (p Platform) credentialsSecret() string {
@@ -175,58 +206,6 @@ func (p Platform) credentialsSecret() string {
 		return DefaultCredentialsSecret
 	}
 	return p.CredentialsSecret
-}
-
-// NewInfraMachine wraps spec (a *GCPMachineSpec) in a GCPMachine.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capgv1.GCPMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capgv1.GCPMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	if providerID != "" {
-		m.Spec.ProviderID = ptr.To(providerID)
-	}
-	return m
-}
-
-// NewInfraMachineTemplate wraps spec (a *GCPMachineSpec) in a GCPMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capgv1.GCPMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capgv1.GCPMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
-}
-
-// SplitInfraMachine returns the spec (without providerID) and providerID of a GCPMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capgv1.GCPMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	pid := ptr.Deref(s.ProviderID, "")
-	s.ProviderID = nil
-	return s, pid, true
-}
-
-// SplitInfraMachineTemplate returns the machine spec of a GCPMachineTemplate.
-func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capgv1.GCPMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(path.Child("template", "metadata"), "labels and annotations for the GCPMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != nil && *s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), *s.ProviderID, "a machine template cannot name one instance"))
-	}
-	s.ProviderID = nil
-	return s, true
 }
 
 // zoneRegion matches the region at the start of a zone name: us-central1-a, europe-west4-b.

@@ -15,7 +15,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	capov1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,14 +112,42 @@ func (Platform) ProviderOwnedAnnotations() []string {
 	return []string{ResourceIDAnnotation, InstanceStatusAnnotation}
 }
 
+// kinds is the plumbing between the OpenStackMachine and OpenStackMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capov1.OpenStackMachine, capov1.OpenStackMachineTemplate, capov1.OpenStackMachineSpec]{
+	Machine:      capov1.SchemeGroupVersion.WithKind("OpenStackMachine"),
+	Template:     capov1.SchemeGroupVersion.WithKind("OpenStackMachineTemplate"),
+	MachineSpec:  func(m *capov1.OpenStackMachine) *capov1.OpenStackMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capov1.OpenStackMachineTemplate) *capov1.OpenStackMachineSpec { return &t.Spec.Template.Spec },
+	ProviderID:   convert.PointerProviderID(func(s *capov1.OpenStackMachineSpec) **string { return &s.ProviderID }),
+	Instance:     "server",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capov1.SchemeGroupVersion.WithKind("OpenStackMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capov1.SchemeGroupVersion.WithKind("OpenStackMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
+}
+
+// NewInfraMachine wraps spec (an *OpenStackMachineSpec) in an OpenStackMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
+}
+
+// NewInfraMachineTemplate wraps spec (an *OpenStackMachineSpec) in an OpenStackMachineTemplate.
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of an OpenStackMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
+}
+
+// SplitInfraMachineTemplate returns the machine spec of an OpenStackMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 func (p Platform) secretNamespace() string {
@@ -128,54 +155,4 @@ func (p Platform) secretNamespace() string {
 		return DefaultSecretNamespace
 	}
 	return p.SecretNamespace
-}
-
-// NewInfraMachine wraps spec (an *OpenStackMachineSpec) in an OpenStackMachine.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capov1.OpenStackMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capov1.OpenStackMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	if providerID != "" {
-		m.Spec.ProviderID = ptr.To(providerID)
-	}
-	return m
-}
-
-// NewInfraMachineTemplate wraps spec (an *OpenStackMachineSpec) in an OpenStackMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capov1.OpenStackMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capov1.OpenStackMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
-}
-
-// SplitInfraMachine returns the spec (without providerID) and providerID of an
-// OpenStackMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capov1.OpenStackMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	pid := ptr.Deref(s.ProviderID, "")
-	s.ProviderID = nil
-	return s, pid, true
-}
-
-// SplitInfraMachineTemplate returns the machine spec of an OpenStackMachineTemplate.
-func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capov1.OpenStackMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != nil && *s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), *s.ProviderID, "a machine template cannot name one server"))
-	}
-	s.ProviderID = nil
-	return s, true
 }

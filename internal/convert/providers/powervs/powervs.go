@@ -106,14 +106,47 @@ func (Platform) ControlPlaneRole() convert.RoleCheck {
 	return convert.RoleCheck{Why: "the Machine API adds a master to the load balancers its providerSpec names (loadBalancers), CAPIBM adds a control-plane Machine to the IBMPowerVSCluster's spec.loadBalancers by their listeners' selectors"}
 }
 
+// kinds is the plumbing between the IBMPowerVSMachine and IBMPowerVSMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capibmv1.IBMPowerVSMachine, capibmv1.IBMPowerVSMachineTemplate, capibmv1.IBMPowerVSMachineSpec]{
+	Machine:     capibmv1.GroupVersion.WithKind("IBMPowerVSMachine"),
+	Template:    capibmv1.GroupVersion.WithKind("IBMPowerVSMachineTemplate"),
+	MachineSpec: func(m *capibmv1.IBMPowerVSMachine) *capibmv1.IBMPowerVSMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capibmv1.IBMPowerVSMachineTemplate) *capibmv1.IBMPowerVSMachineSpec {
+		return &t.Spec.Template.Spec
+	},
+	TemplateMetadata: func(t *capibmv1.IBMPowerVSMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.StringProviderID(func(s *capibmv1.IBMPowerVSMachineSpec) *string { return &s.ProviderID }),
+	Instance:   "instance",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capibmv1.GroupVersion.WithKind("IBMPowerVSMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capibmv1.GroupVersion.WithKind("IBMPowerVSMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
+}
+
+// NewInfraMachine wraps spec (an *IBMPowerVSMachineSpec) in an IBMPowerVSMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
+}
+
+// NewInfraMachineTemplate wraps spec (an *IBMPowerVSMachineSpec) in an IBMPowerVSMachineTemplate.
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of an IBMPowerVSMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
+}
+
+// SplitInfraMachineTemplate returns the machine spec of an IBMPowerVSMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 func (p Platform) credentialsSecret() string {
@@ -121,54 +154,4 @@ func (p Platform) credentialsSecret() string {
 		return DefaultCredentialsSecret
 	}
 	return p.CredentialsSecret
-}
-
-// NewInfraMachine wraps spec (an *IBMPowerVSMachineSpec) in an IBMPowerVSMachine.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capibmv1.IBMPowerVSMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capibmv1.IBMPowerVSMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	m.Spec.ProviderID = providerID
-	return m
-}
-
-// NewInfraMachineTemplate wraps spec (an *IBMPowerVSMachineSpec) in an IBMPowerVSMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capibmv1.IBMPowerVSMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capibmv1.IBMPowerVSMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
-}
-
-// SplitInfraMachine returns the spec (without providerID) and providerID of an IBMPowerVSMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capibmv1.IBMPowerVSMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	pid := s.ProviderID
-	s.ProviderID = ""
-	return s, pid, true
-}
-
-// SplitInfraMachineTemplate returns the machine spec of an IBMPowerVSMachineTemplate.
-func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capibmv1.IBMPowerVSMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(path.Child("template", "metadata"), "labels and annotations for the IBMPowerVSMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), s.ProviderID, "a machine template cannot name one instance"))
-	}
-	s.ProviderID = ""
-	return s, true
 }

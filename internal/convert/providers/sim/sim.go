@@ -44,64 +44,45 @@ func FromSimCluster(sc *simv1.SimCluster) (Platform, error) {
 // Name is the platform's short name.
 func (Platform) Name() string { return "sim" }
 
+// kinds is the plumbing between the SimMachine and SimMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[simv1.SimMachine, simv1.SimMachineTemplate, simv1.SimMachineSpec]{
+	Machine:      simv1.GroupVersion.WithKind("SimMachine"),
+	Template:     simv1.GroupVersion.WithKind("SimMachineTemplate"),
+	MachineSpec:  func(m *simv1.SimMachine) *simv1.SimMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *simv1.SimMachineTemplate) *simv1.SimMachineSpec { return &t.Spec.Template.Spec },
+	TemplateMetadata: func(t *simv1.SimMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.StringProviderID(func(s *simv1.SimMachineSpec) *string { return &s.ProviderID }),
+	Instance:   "instance",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return simv1.GroupVersion.WithKind("SimMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return simv1.GroupVersion.WithKind("SimMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
 }
 
-// NewInfraMachine wraps spec (a *SimMachineSpec) in a SimMachine.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &simv1.SimMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*simv1.SimMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	m.Spec.ProviderID = providerID
-	return m
+// NewInfraMachine wraps spec (a *SimMachineSpec) in a SimMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
 }
 
 // NewInfraMachineTemplate wraps spec (a *SimMachineSpec) in a SimMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &simv1.SimMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*simv1.SimMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
 }
 
 // SplitInfraMachine returns the spec (without providerID) and providerID of a SimMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*simv1.SimMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	id := s.ProviderID
-	s.ProviderID = ""
-	return s, id, true
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
 }
 
 // SplitInfraMachineTemplate returns the machine spec of a SimMachineTemplate.
 func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*simv1.SimMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	meta := path.Child("template", "metadata")
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(meta, "labels and annotations for the SimMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), s.ProviderID, "a machine template cannot name one instance"))
-	}
-	return s, true
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 // NewContext returns the conversion context of a simulated cluster: its Cluster API name

@@ -92,14 +92,45 @@ func (Platform) ControlPlaneRole() convert.RoleCheck { return convert.RoleCheck{
 // Name is the platform's short name.
 func (Platform) Name() string { return "vsphere" }
 
+// kinds is the plumbing between the VSphereMachine and VSphereMachineTemplate and their spec.
+var kinds = convert.NewInfraKinds(convert.InfraTypes[capvv1.VSphereMachine, capvv1.VSphereMachineTemplate, capvv1.VSphereMachineSpec]{
+	Machine:      capvv1.GroupVersion.WithKind("VSphereMachine"),
+	Template:     capvv1.GroupVersion.WithKind("VSphereMachineTemplate"),
+	MachineSpec:  func(m *capvv1.VSphereMachine) *capvv1.VSphereMachineSpec { return &m.Spec },
+	TemplateSpec: func(t *capvv1.VSphereMachineTemplate) *capvv1.VSphereMachineSpec { return &t.Spec.Template.Spec },
+	TemplateMetadata: func(t *capvv1.VSphereMachineTemplate) (map[string]string, map[string]string) {
+		return t.Spec.Template.ObjectMeta.Labels, t.Spec.Template.ObjectMeta.Annotations
+	},
+	ProviderID: convert.StringProviderID(func(s *capvv1.VSphereMachineSpec) *string { return &s.ProviderID }),
+	Instance:   "VM",
+})
+
 // InfraMachineGVK is the Cluster API infrastructure kind of a Machine.
-func (Platform) InfraMachineGVK() schema.GroupVersionKind {
-	return capvv1.GroupVersion.WithKind("VSphereMachine")
-}
+func (Platform) InfraMachineGVK() schema.GroupVersionKind { return kinds.InfraMachineGVK() }
 
 // InfraMachineTemplateGVK is the Cluster API infrastructure kind of a MachineSet's template.
 func (Platform) InfraMachineTemplateGVK() schema.GroupVersionKind {
-	return capvv1.GroupVersion.WithKind("VSphereMachineTemplate")
+	return kinds.InfraMachineTemplateGVK()
+}
+
+// NewInfraMachine wraps spec (a *VSphereMachineSpec) in a VSphereMachine carrying providerID.
+func (Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
+	return kinds.NewInfraMachine(spec, providerID)
+}
+
+// NewInfraMachineTemplate wraps spec (a *VSphereMachineSpec) in a VSphereMachineTemplate.
+func (Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
+	return kinds.NewInfraMachineTemplate(spec)
+}
+
+// SplitInfraMachine returns the spec (without providerID) and providerID of a VSphereMachine.
+func (Platform) SplitInfraMachine(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, string, bool) {
+	return kinds.SplitInfraMachine(obj, path, r)
+}
+
+// SplitInfraMachineTemplate returns the machine spec of a VSphereMachineTemplate.
+func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
+	return kinds.SplitInfraMachineTemplate(obj, path, r)
 }
 
 func (p Platform) credentialsSecret() string {
@@ -112,54 +143,4 @@ func (p Platform) credentialsSecret() string {
 // knownServer reports whether server is one of the cluster's vCenters, true when they are not known.
 func (p Platform) knownServer(server string) bool {
 	return p.VCenters == nil || slices.Contains(p.VCenters, server)
-}
-
-// NewInfraMachine wraps spec (a *VSphereMachineSpec) in a VSphereMachine.
-func (p Platform) NewInfraMachine(spec convert.InfraSpec, providerID string) client.Object {
-	m := &capvv1.VSphereMachine{}
-	m.SetGroupVersionKind(p.InfraMachineGVK())
-	if s, ok := spec.(*capvv1.VSphereMachineSpec); ok && s != nil {
-		m.Spec = *s.DeepCopy()
-	}
-	m.Spec.ProviderID = providerID
-	return m
-}
-
-// NewInfraMachineTemplate wraps spec (a *VSphereMachineSpec) in a VSphereMachineTemplate.
-func (p Platform) NewInfraMachineTemplate(spec convert.InfraSpec) client.Object {
-	t := &capvv1.VSphereMachineTemplate{}
-	t.SetGroupVersionKind(p.InfraMachineTemplateGVK())
-	if s, ok := spec.(*capvv1.VSphereMachineSpec); ok && s != nil {
-		t.Spec.Template.Spec = *s.DeepCopy()
-	}
-	return t
-}
-
-// SplitInfraMachine returns the spec (without providerID) and providerID of a VSphereMachine.
-func (Platform) SplitInfraMachine(obj client.Object, _ *field.Path, _ *convert.Report) (convert.InfraSpec, string, bool) {
-	m, ok := obj.(*capvv1.VSphereMachine)
-	if !ok || m == nil {
-		return nil, "", false
-	}
-	s := m.Spec.DeepCopy()
-	pid := s.ProviderID
-	s.ProviderID = ""
-	return s, pid, true
-}
-
-// SplitInfraMachineTemplate returns the machine spec of a VSphereMachineTemplate.
-func (Platform) SplitInfraMachineTemplate(obj client.Object, path *field.Path, r *convert.Report) (convert.InfraSpec, bool) {
-	t, ok := obj.(*capvv1.VSphereMachineTemplate)
-	if !ok || t == nil {
-		return nil, false
-	}
-	if len(t.Spec.Template.ObjectMeta.Labels) > 0 || len(t.Spec.Template.ObjectMeta.Annotations) > 0 {
-		r.Warn(path.Child("template", "metadata"), "labels and annotations for the VSphereMachines are dropped: the Machine API has no InfraMachines to put them on")
-	}
-	s := t.Spec.Template.Spec.DeepCopy()
-	if s.ProviderID != "" {
-		r.Error(field.Invalid(path.Child("template", "spec", "providerID"), s.ProviderID, "a machine template cannot name one VM"))
-	}
-	s.ProviderID = ""
-	return s, true
 }

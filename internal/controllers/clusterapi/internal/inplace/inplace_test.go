@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/inplace"
-	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -116,7 +116,7 @@ func TestPropagateSkipsConflicts(t *testing.T) {
 	a, b, gone, mirror := machine("a"), machine("b"), machine("gone"), machine("mirror")
 	gone.DeletionTimestamp, gone.Finalizers = ptr.To(metav1.Now()), []string{"f"}
 	mirror.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
-	mirror.Finalizers = []string{gate.SyncFinalizer}
+	mirror.Finalizers = []string{authority.SyncFinalizer}
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(a, b, gone, mirror).WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			if obj.GetName() == "a" {

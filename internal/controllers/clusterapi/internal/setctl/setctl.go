@@ -1,6 +1,7 @@
 // Package setctl holds what the Cluster API controllers of replicated objects (MachineSet,
 // MachineDeployment, MachinePool) share: the link to their Cluster, deleting the children
-// they own, throttling status writes that only move counts, and naming lists in messages.
+// they own, and naming lists in messages. (Spacing the status writes that only move counts is
+// internal/controllers/internal/coalesce's.)
 package setctl
 
 import (

@@ -1,0 +1,191 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/events"
+)
+
+// resumeGrace is how old a Machine from a former template must be (a third of it for one of
+// the current template) before its missing clone
+// is taken for a creation that was cut short rather than one still in flight: a replica that
+// has not yet noticed it lost its Lease may be between its two writes. A variable so the
+// tests can shorten it.
+var resumeGrace = 30 * time.Second
+
+// clones names which of a Machine's clones are missing.
+type clones struct{ infra, boot bool }
+
+func (c clones) any() bool { return c.infra || c.boot }
+
+// awaitsClones reports whether m is a Machine this controller created (it carries the
+// template hash and its InfraMachine is named after it, as createMachine makes them) that is
+// not being deleted and was never provisioned: only such a Machine can lack a clone because a
+// pass was killed between createMachine's writes. An adopted Machine has no hash and its
+// infrastructure is its creator's business.
+func awaitsClones(m *clusterv1.Machine) bool {
+	_, created := m.Annotations[TemplateHashAnnotation]
+	return created && m.DeletionTimestamp.IsZero() && m.Spec.ProviderID == "" &&
+		!ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) && m.Spec.InfrastructureRef.Name == m.Name
+}
+
+// missingClones reads m's InfraMachine and bootstrap config (those in want) through c and
+// reports which do not exist.
+func (r *Reconciler) missingClones(ctx context.Context, c client.Reader, m *clusterv1.Machine, want clones) (clones, error) {
+	var out clones
+	check := func(ref clusterv1.ContractVersionedObjectReference) (bool, error) {
+		_, err := r.Resolver.Get(ctx, c, ref, m.Namespace)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	var err error
+	if want.infra {
+		if out.infra, err = check(m.Spec.InfrastructureRef); err != nil {
+			return clones{}, err
+		}
+	}
+	if ref := m.Spec.Bootstrap.ConfigRef; want.boot && ref.IsDefined() {
+		if out.boot, err = check(ref); err != nil {
+			return clones{}, err
+		}
+	}
+	return out, nil
+}
+
+// finishCreations repairs the Machines whose creation a killed pass (or a leader that lost
+// its Lease) left between the Machine and its clones: such a Machine never gets an instance,
+// yet counts as a replica, and nothing else would ever notice. A Machine of the current
+// template gets its missing clones, as createMachine would have made them; one of an older
+// template cannot (its clones would come from a template it was not made from) and is
+// deleted, for the scale step to replace. The steady state costs cache reads only: the API
+// server is asked only about clones the cache does not show, to tell a clone missing from
+// one the cache lags behind. It returns when to look again at a Machine too young to judge.
+func (r *Reconciler) finishCreations(ctx context.Context, ms *clusterv1.MachineSet, machines []*clusterv1.Machine) (time.Duration, error) {
+	hash := templateHash(ms)
+	srcs := &templates{}
+	var next time.Duration
+	var errs []error
+	for i, m := range machines {
+		if !awaitsClones(m) {
+			continue
+		}
+		current := m.Annotations[TemplateHashAnnotation] == hash
+		// A Machine of the current template is looked at from a third of the grace: younger,
+		// its clones are almost always on their way (this process's own pass, a cache a
+		// moment behind), and asking the API server about each would cost a scale-up of
+		// thousands a read per Machine.
+		wait := resumeGrace
+		if current {
+			wait = resumeGrace / 3
+		}
+		if age := time.Since(m.CreationTimestamp.Time); age < wait {
+			next = sooner(next, wait-age)
+			continue
+		}
+		missing, err := r.missingClones(ctx, r.Cache, m, clones{infra: true, boot: true})
+		if err == nil && missing.any() {
+			missing, err = r.missingClones(ctx, r.Reader, m, missing)
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading the clones of Machine %s: %w", m.Name, err))
+		case !missing.any():
+		case current:
+			if err := r.resumeCreation(ctx, ms, m, missing, srcs); err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			if err := r.deleteUnfinished(ctx, ms, machines, i); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return next, kerrors.NewAggregate(errs)
+}
+
+// templates reads the MachineSet's templates on first use only: a pass with nothing to
+// repair reads none.
+type templates struct {
+	read        bool
+	infra, boot *cloneSource
+	err         error
+}
+
+func (t *templates) get(ctx context.Context, r *Reconciler, ms *clusterv1.MachineSet) (infra, boot *cloneSource, err error) {
+	if !t.read {
+		t.read = true
+		t.infra, t.boot, t.err = r.readTemplates(ctx, ms)
+	}
+	return t.infra, t.boot, t.err
+}
+
+// resumeCreation creates the missing clones of m from the current templates. A clone that
+// exists after all (created meanwhile by a replica still finishing its pass) is left as is.
+func (r *Reconciler) resumeCreation(ctx context.Context, ms *clusterv1.MachineSet, m *clusterv1.Machine, missing clones,
+	srcs *templates) error {
+	infra, boot, err := srcs.get(ctx, r, ms)
+	if err != nil {
+		return fmt.Errorf("finishing the creation of Machine %s: %w", m.Name, err)
+	}
+	for _, src := range []*cloneSource{pick(missing.infra, infra), pick(missing.boot, boot)} {
+		if src == nil {
+			continue
+		}
+		obj := src.clone(ms, m)
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("finishing the creation of Machine %s: creating %s %s: %w", m.Name, obj.GetKind(), obj.GetName(), err)
+		}
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "ResumedCreation",
+			"Created %s %s from %s %s for Machine %s, whose creation had been interrupted", obj.GetKind(), obj.GetName(),
+			src.ref.Kind, src.ref.Name, m.Name)
+	}
+	return nil
+}
+
+func pick(missing bool, src *cloneSource) *cloneSource {
+	if !missing {
+		return nil
+	}
+	return src
+}
+
+// deleteUnfinished deletes machines[i], whose clone is missing and whose template has
+// changed since, and marks it as going so the scale step replaces it in this pass.
+func (r *Reconciler) deleteUnfinished(ctx context.Context, ms *clusterv1.MachineSet, machines []*clusterv1.Machine, i int) error {
+	m := machines[i].DeepCopy() // the listed Machines are shared with the cache
+	key := client.ObjectKeyFromObject(ms)
+	r.expect.expectDelete(key, m.Name)
+	if err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil {
+		r.expect.observeDelete(key, m.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("deleting Machine %s, whose creation had been interrupted: %w", m.Name, err)
+	}
+	now := metav1.Now()
+	m.DeletionTimestamp = &now
+	machines[i] = m
+	events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "DeletedUnfinished",
+		"Deleted Machine %s: its creation had been interrupted and the template has changed since, so it is replaced", m.Name)
+	return nil
+}
+
+// sooner returns the shorter of two delays, zero meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
