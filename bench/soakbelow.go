@@ -210,7 +210,7 @@ func (s *soak) leaderFault(ctx context.Context) error {
 		return nil
 	}
 	midHandover := false
-	for range 3 {
+	for range 5 {
 		if midHandover = s.startHandover(ctx); midHandover {
 			break
 		}
@@ -242,7 +242,7 @@ func (s *soak) awaitLeader(d time.Duration) *replica {
 }
 
 // startHandover flips a random MachineSet's authority and reports whether its handover is
-// still under way a random 0–1 s later, when the leader fault comes: requested and not
+// still under way a random 0–0.5 s later, when the leader fault comes: requested and not
 // finished (status Migrating, or still the old authority). Caught at random moments, the
 // faults land at every stage of a handover, its first step included.
 func (s *soak) startHandover(ctx context.Context) bool {
@@ -256,7 +256,7 @@ func (s *soak) startHandover(ctx context.Context) bool {
 		return false
 	}
 	s.check.note("leader fault: op migrate-machineset %s", s.target)
-	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Millisecond)
+	time.Sleep(time.Duration(s.rnd.IntN(500)) * time.Millisecond)
 	got := &machinev1beta1.MachineSet{}
 	if err := s.e.client.Get(ctx, client.ObjectKeyFromObject(ms), got); err != nil {
 		return false

@@ -24,6 +24,7 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/controllers/sim/simcluster"
 	"github.com/machina-dev/machina/internal/controllers/sim/simmachine"
+	"github.com/machina-dev/machina/internal/controllers/sim/simorphans"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/provider"
@@ -85,7 +86,7 @@ func setupInfrastructure(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.C
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&simmachine.OrphanSweeper{Cache: mgr.GetCache(), Reader: mgr.GetAPIReader(), Cloud: cloud}); err != nil {
+	if err := mgr.Add(&simorphans.Sweeper{Cache: mgr.GetCache(), Reader: mgr.GetAPIReader(), Cloud: cloud}); err != nil {
 		return err
 	}
 	return (&simmachine.Reconciler{
