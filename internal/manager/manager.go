@@ -245,6 +245,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                 &lease,
 		RenewDeadline:                 &renew,
 		RetryPeriod:                   &retry,
+		// Setting up the controllers waits out an API server that is briefly away.
+		MapperProvider: newPatientMapper,
 		// A process may run a manager again after stopping one (tests, crash simulations).
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
