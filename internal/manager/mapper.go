@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -20,11 +22,18 @@ const MappingPatience = 2 * time.Minute
 // instead of failing at once. Setting up the controllers looks kinds up (an index, a
 // namespaced check); a manager that starts while the API server is away — a restart, an etcd
 // outage, a network cut, exactly when the other replica may have died too — otherwise exits,
-// and its pod backs off in CrashLoopBackOff for minutes after the API server is back. A kind
-// the API server does not serve (no match) is answered at once.
+// and its pod backs off in CrashLoopBackOff for minutes after the API server is back.
+//
+// A kind the API server does not serve (no match) is answered at once — unless an Established
+// CustomResourceDefinition says it is served: a restarted API server lists a CRD's group in
+// discovery a moment before it serves the group's resources, and a "no match" in that moment
+// would stop the manager's setup, or leave a platform's kinds unwatched (see
+// synccommon.InstalledKinds), until the next restart.
 type patientMapper struct {
 	meta.RESTMapper
 	patience time.Duration
+	// crdServes reports whether an Established CRD serves the kind or resource; nil: never.
+	crdServes func(crdMatch) (bool, error)
 }
 
 func newPatientMapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
@@ -32,21 +41,26 @@ func newPatientMapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error
 	if err != nil {
 		return nil, err
 	}
-	return patientMapper{RESTMapper: m, patience: MappingPatience}, nil
+	crds, err := apiextensionsclient.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return patientMapper{RESTMapper: m, patience: MappingPatience, crdServes: listedCRDServes(crds)}, nil
 }
 
-// patiently calls lookup until it succeeds, answers "no match", or patience runs out.
-func patiently[T any](p patientMapper, what string, lookup func() (T, error)) (T, error) {
+// patiently calls lookup until it succeeds, answers a "no match" no CRD contradicts, or
+// patience runs out.
+func patiently[T any](p patientMapper, match crdMatch, lookup func() (T, error)) (T, error) {
 	deadline := time.Now().Add(p.patience)
 	delay := 100 * time.Millisecond
 	for logged := false; ; {
 		v, err := lookup()
-		if err == nil || meta.IsNoMatchError(err) || !time.Now().Add(delay).Before(deadline) {
+		if err == nil || !time.Now().Add(delay).Before(deadline) || p.final(err, match) {
 			return v, err
 		}
 		if !logged {
-			ctrl.Log.WithName("restmapper").Info("the API server did not answer discovery; trying again",
-				"lookup", what, "error", err.Error(), "for", p.patience)
+			ctrl.Log.WithName("restmapper").Info("discovery did not answer, or does not yet list a kind an Established CRD serves; trying again",
+				"lookup", match.String(), "error", err.Error(), "for", p.patience)
 			logged = true
 		}
 		time.Sleep(delay)
@@ -54,26 +68,42 @@ func patiently[T any](p patientMapper, what string, lookup func() (T, error)) (T
 	}
 }
 
+// final reports whether err is an answer rather than a failure to get one: a "no match" for a
+// kind no Established CRD serves. A CRD that cannot be read leaves it open.
+func (p patientMapper) final(err error, match crdMatch) bool {
+	if !meta.IsNoMatchError(err) {
+		return false
+	}
+	if p.crdServes == nil {
+		return true
+	}
+	served, cerr := p.crdServes(match)
+	if apierrors.IsForbidden(cerr) {
+		return true
+	}
+	return cerr == nil && !served
+}
+
 func (p patientMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	return patiently(p, r.String(), func() (schema.GroupVersionKind, error) { return p.RESTMapper.KindFor(r) })
+	return patiently(p, resourceMatch(r), func() (schema.GroupVersionKind, error) { return p.RESTMapper.KindFor(r) })
 }
 
 func (p patientMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	return patiently(p, r.String(), func() ([]schema.GroupVersionKind, error) { return p.RESTMapper.KindsFor(r) })
+	return patiently(p, resourceMatch(r), func() ([]schema.GroupVersionKind, error) { return p.RESTMapper.KindsFor(r) })
 }
 
 func (p patientMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	return patiently(p, r.String(), func() (schema.GroupVersionResource, error) { return p.RESTMapper.ResourceFor(r) })
+	return patiently(p, resourceMatch(r), func() (schema.GroupVersionResource, error) { return p.RESTMapper.ResourceFor(r) })
 }
 
 func (p patientMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	return patiently(p, r.String(), func() ([]schema.GroupVersionResource, error) { return p.RESTMapper.ResourcesFor(r) })
+	return patiently(p, resourceMatch(r), func() ([]schema.GroupVersionResource, error) { return p.RESTMapper.ResourcesFor(r) })
 }
 
 func (p patientMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	return patiently(p, gk.String(), func() (*meta.RESTMapping, error) { return p.RESTMapper.RESTMapping(gk, versions...) })
+	return patiently(p, kindMatch(gk, versions), func() (*meta.RESTMapping, error) { return p.RESTMapper.RESTMapping(gk, versions...) })
 }
 
 func (p patientMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	return patiently(p, gk.String(), func() ([]*meta.RESTMapping, error) { return p.RESTMapper.RESTMappings(gk, versions...) })
+	return patiently(p, kindMatch(gk, versions), func() ([]*meta.RESTMapping, error) { return p.RESTMapper.RESTMappings(gk, versions...) })
 }
