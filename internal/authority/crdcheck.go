@@ -32,14 +32,15 @@ const crdDocs = `docs/install.md "Install on OpenShift"`
 // refuse to start instead of looping on writes the API server drops. r must read the API
 // server itself: the manager's cache keeps CRDs without their schemas (internal/cachetrim).
 func CheckMachineAPICRDs(ctx context.Context, r client.Reader) error {
-	// It runs in a group's Setup, which has no deadline of its own: an unreachable API
-	// server must fail the start, not hang it.
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	// It runs in a group's Setup, which has no deadline of its own: an API server that stays
+	// unreachable must fail the start, not hang it; one restarting (a replica is often
+	// restarted exactly then) must not.
+	ctx, cancel := context.WithTimeout(ctx, crdReadPatience)
 	defer cancel()
 	var lacks []string
 	for _, name := range authorityCRDs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := r.Get(ctx, client.ObjectKey{Name: name}, crd); apierrors.IsNotFound(err) {
+		if err := getPatiently(ctx, r, name, crd); apierrors.IsNotFound(err) {
 			return fmt.Errorf("CRD %s is not installed: the sync and migration need the Machine API CRDs (%s)", name, crdDocs)
 		} else if err != nil {
 			return fmt.Errorf("reading CRD %s: %w", name, err)
@@ -54,6 +55,29 @@ func CheckMachineAPICRDs(ctx context.Context, r client.Reader) error {
 	return fmt.Errorf("%s: the sync and migration need the Machine API migration fields, which OpenShift's CRDs "+
 		"declare under the MachineAPIMigration feature gate (feature set TechPreviewNoUpgrade, DevPreviewNoUpgrade "+
 		"or CustomNoUpgrade; %s)", strings.Join(lacks, "; "), crdDocs)
+}
+
+// crdReadPatience bounds how long the check waits for an API server that does not answer;
+// the manager's REST mapper waits as long (internal/manager, MappingPatience).
+const crdReadPatience = 2 * time.Minute
+
+// getPatiently reads the CRD named name, trying again while the API server does not answer
+// (a refused or reset connection, a timeout, a 5xx) until ctx ends. An answer — found, not
+// found, forbidden — is returned at once.
+func getPatiently(ctx context.Context, r client.Reader, name string, crd *apiextensionsv1.CustomResourceDefinition) error {
+	delay := 100 * time.Millisecond
+	for {
+		err := r.Get(ctx, client.ObjectKey{Name: name}, crd)
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // missingFields lists the authority fields the CRD's served v1beta1 schema does not declare
