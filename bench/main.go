@@ -6,7 +6,8 @@
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench capi-scale -core upstream -n 1000  # the simulated provider under the upstream Cluster API core
 //	go run ./bench capi-scale -core upstream -provider trivial -n 1000  # the upstream core's own floor
-//	go run ./bench migrate -n 500        # hand 500 mirrored Machines and their MachineSets to the Cluster API
+//	go run ./bench migrate -n 500        # machina migrate --all: 500 mirrored Machines and their MachineSets to the Cluster API
+//	go run ./bench migrate -n 500 -max-in-flight 1000  # the same with every handover under way at once
 //	go run ./bench migrate -platform aws -n 100  # the same with AWS Machines, until the upstream CAPA controller has taken them
 //	go run ./bench sync-latency -n 1000  # spec change → mirror updated, p50/p99, among 1000 mirrored Machines
 //	go run ./bench mirror -n 1000        # first mirroring: the sync starts after 1000 Machine API Machines are Running
@@ -30,6 +31,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/cli"
+	"github.com/machina-dev/machina/internal/fleet"
 	"github.com/machina-dev/machina/internal/lab"
 )
 
@@ -69,6 +71,7 @@ func main() {
 		lab.ClusterctlVersion+" core manager, built once from the pinned module into the lab's cache)")
 	fs.StringVar(&infraProvider, "provider", "sim", "capi-scale: the infrastructure provider, machina's simulated one or \"trivial\" "+
 		"(a Node and a providerID per SimMachine at once, no cloud, no kubelet: what the core alone costs)")
+	fs.IntVar(&maxInFlight, "max-in-flight", fleet.DefaultMaxInFlight, "migrate: machina migrate's --max-in-flight (the benchmark runs the command itself)")
 	fs.Var(&managerEnv, "manager-env", "KEY=VALUE in the manager process's environment only, e.g. GOMEMLIMIT=64MiB (repeatable; "+
 		"the benchmark's own environment reaches every process: etcd, kube-apiserver, the cloud)")
 	_ = fs.Parse(args)
@@ -127,6 +130,9 @@ func (l *envList) Set(s string) error {
 
 // platform is the -platform flag, read by the scenarios of platformScenarios.
 var platform = "sim"
+
+// maxInFlight is migrate's -max-in-flight: machina migrate's own flag.
+var maxInFlight = fleet.DefaultMaxInFlight
 
 var platformScenarios = map[string]bool{"mapi-scale": true, "migrate": true}
 

@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/cli"
 	"github.com/machina-dev/machina/internal/cloud/api"
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
+	"github.com/machina-dev/machina/internal/fleet"
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
@@ -147,10 +150,10 @@ func migrateScale(n int) (result, error) {
 	logStart, ph := logSize(e), e.startPhase()
 	k0 := e.kubeletWrite.Load()
 	start := time.Now()
-	if err := requestClusterAPI(ctx, e.client, sets); err != nil {
+	requested, err := migrateWithCLI(ctx, e, start)
+	if err != nil {
 		return result{}, err
 	}
-	requested := time.Since(start)
 	authority, takeover, err := waitMigrated(ctx, e, p, n, start)
 	if err != nil {
 		return result{}, err
@@ -170,7 +173,8 @@ func migrateScale(n int) (result, error) {
 	}
 	r := result{N: n, Seconds: takeover.Seconds(), ManagerWrites: after.writes - before.writes, KubeletWrites: e.kubeletWrite.Load() - k0,
 		ManagerPeakRSSMiB: e.managerPeakRSS(),
-		Extra:             fmt.Sprintf("(%d MachineSets; requests written in %.1fs; %d cloud instances for %d Machines)", len(sets), requested.Seconds(), instances, n)}
+		Extra: fmt.Sprintf("(%d MachineSets; machina migrate --all --max-in-flight %d, last request at %.1fs; %d cloud instances for %d Machines)",
+			len(sets), maxInFlight, requested.Seconds(), instances, n)}
 	if p.takeover != nil {
 		r.Lines = append(r.Lines, fmt.Sprintf("status.authoritativeAPI ClusterAPI everywhere after %.1fs; %s after %.1fs (the seconds column)",
 			authority.Seconds(), p.takeoverWhat, takeover.Seconds()))
@@ -180,36 +184,41 @@ func migrateScale(n int) (result, error) {
 	return r, nil
 }
 
-// requestClusterAPI sets spec.authoritativeAPI ClusterAPI on the MachineSets named and on
-// every Machine API Machine, as `machina migrate` does for each resource it is given; 16
-// requests at a time, as a client with many resources to move would send them.
-func requestClusterAPI(ctx context.Context, c client.Client, sets []string) error {
-	var list machinev1beta1.MachineList
-	if err := c.List(ctx, &list, client.InNamespace(mapiNS)); err != nil {
-		return err
+// migrateWithCLI runs `machina migrate --all --to ClusterAPI` against the lab, exactly as a
+// user would (the command, its plan and its waves of -max-in-flight), with its progress lines
+// and report in the benchmark's directory. It returns when the command does, that is when
+// every resource reports the Cluster API's authority, and how long after start the last
+// request was made.
+func migrateWithCLI(ctx context.Context, e *env, start time.Time) (lastRequest time.Duration, err error) {
+	logPath, report := filepath.Join(e.dir, "migrate.log"), filepath.Join(e.dir, "migrate-report.json")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return 0, err
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for _, name := range sets {
-		g.Go(func() error {
-			ms := &machinev1beta1.MachineSet{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: mapiNS, Name: name}, ms); err != nil {
-				return err
-			}
-			patch := client.MergeFrom(ms.DeepCopy())
-			ms.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-			return c.Patch(ctx, ms, patch)
-		})
+	defer log.Close()
+	fmt.Fprintf(os.Stderr, "machina migrate --all --max-in-flight %d: progress in %s\n", maxInFlight, logPath)
+	cmd := cli.NewRootCommand()
+	cmd.SetOut(log)
+	cmd.SetErr(log)
+	cmd.SetArgs([]string{"migrate", "--all", "--to", "ClusterAPI", "--kubeconfig", e.lab.KubeconfigPath, "-n", mapiNS,
+		"--cluster-api-namespace", capiNS, "--max-in-flight", strconv.Itoa(maxInFlight), "--timeout", "20m", "--report", report})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		return 0, fmt.Errorf("machina migrate (see %s): %w", logPath, err)
 	}
-	for i := range list.Items {
-		m := &list.Items[i]
-		g.Go(func() error {
-			patch := client.MergeFrom(m.DeepCopy())
-			m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-			return c.Patch(ctx, m, patch)
-		})
+	data, err := os.ReadFile(report)
+	if err != nil {
+		return 0, err
 	}
-	return g.Wait()
+	var rep fleet.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return 0, err
+	}
+	for _, r := range rep.Resources {
+		if r.Start != nil {
+			lastRequest = max(lastRequest, r.Start.Sub(start))
+		}
+	}
+	return lastRequest, nil
 }
 
 // waitMigrated waits until every Machine and MachineSet reports status.authoritativeAPI

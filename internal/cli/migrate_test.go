@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/authority"
-	"github.com/machina-dev/machina/internal/controllers/migration"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/mapicond"
 	"github.com/machina-dev/machina/internal/testenv"
@@ -29,9 +28,6 @@ func TestMigrateTargets(t *testing.T) {
 		if tg.kind+"/"+tg.name != want[i] {
 			t.Errorf("target %d: %s/%s, want %s", i, tg.kind, tg.name, want[i])
 		}
-		if _, ok := tg.obj.(*machinev1beta1.MachineHealthCheck); ok != (tg.kind == "MachineHealthCheck") {
-			t.Errorf("target %d: object %T for kind %s", i, tg.obj, tg.kind)
-		}
 	}
 	if _, err := parseTargets([]string{"node/x"}); err == nil || !strings.Contains(err.Error(), "want machine, machineset or machinehealthcheck") {
 		t.Errorf("unknown kind: %v", err)
@@ -41,24 +37,24 @@ func TestMigrateTargets(t *testing.T) {
 	}
 }
 
-// progress reads a MachineHealthCheck's authority from its annotation and the same conditions
-// as the other kinds.
-func TestMigrateProgressMachineHealthCheck(t *testing.T) {
-	mhc := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-		authority.MHCStatusAuthoritativeAPIAnnotation: "Migrating"}}}
-	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: migration.MigrationCondition, Status: corev1.ConditionFalse, Reason: migration.WaitingForPausedReason}}
-	if state, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "migrating: pausing the old side" || done || failure != "" {
-		t.Errorf("migrating: %q %v %q", state, done, failure)
-	}
-	mhc.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] = "ClusterAPI"
-	if state, done, _ := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); state != "done" || !done {
-		t.Errorf("moved: %q %v", state, done)
-	}
-	mhc.Annotations[authority.MHCStatusAuthoritativeAPIAnnotation] = "MachineAPI"
-	mhc.Status.Conditions = []machinev1beta1.Condition{{Type: authority.SynchronizedCondition, Status: corev1.ConditionFalse,
-		Reason: authority.ConversionFailedReason, Message: "spec.remediationTemplate.namespace: Invalid value"}}
-	if _, done, failure := progress(mhc, machinev1beta1.MachineAuthorityClusterAPI); done || !strings.Contains(failure, "spec.remediationTemplate.namespace") {
-		t.Errorf("unconvertible: %v %q", done, failure)
+// Flags that cannot go together, or values out of range, exit 2 naming the flag.
+func TestMigrateBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ms/a"}, "--to"},
+		{[]string{"ms/a", "--to", "Elsewhere"}, "--to"},
+		{[]string{"--to", "ClusterAPI"}, "name at least one resource"},
+		{[]string{"ms/a", "--all", "--to", "ClusterAPI"}, "not both"},
+		{[]string{"-l", "a=b", "--with-machines", "--to", "ClusterAPI"}, "--with-machines"},
+		{[]string{"--all", "--max-in-flight", "0", "--to", "ClusterAPI"}, "--max-in-flight"},
+		{[]string{"--all", "--timeout", "0s", "--to", "ClusterAPI"}, "--timeout"},
+	} {
+		_, errOut, code := runCommand(t, newMigrateCommand, append(tc.args, "--kubeconfig=/nonexistent")...)
+		if code != migrateExitBadInput || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d naming %q", tc.args, code, errOut, migrateExitBadInput, tc.want)
+		}
 	}
 }
 
@@ -100,7 +96,7 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d", code)
 		}
-		for _, want := range []string{"machinehealthcheck/cli-check: authority requested: " + to, "machinehealthcheck/cli-check: done",
+		for _, want := range []string{"machinehealthcheck/cli-check: requested", "machinehealthcheck/cli-check: done",
 			"all 1 resource(s) are " + to + "-authoritative"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q", want)
@@ -125,7 +121,7 @@ func TestMigrateMachineHealthCheckCommand(t *testing.T) {
 		return c != nil && c.Status == corev1.ConditionFalse, "", nil
 	})
 	_, errOut, code := runCommand(t, newMigrateCommand, kc, "machinehealthcheck/cli-unmovable", "--to", "ClusterAPI", "--wait", "--timeout", "1m")
-	if code != 1 || !strings.Contains(errOut, "machinehealthcheck/cli-unmovable cannot migrate to ClusterAPI") ||
+	if code != 1 || !strings.Contains(errOut, "machinehealthcheck/cli-unmovable failed: cannot migrate to ClusterAPI") ||
 		!strings.Contains(errOut, "spec.remediationTemplate.namespace") {
 		t.Fatalf("unconvertible check: exit %d, want 1 with the reason: %s", code, errOut)
 	}

@@ -28,7 +28,27 @@ type clusterPlanner struct {
 	providers *provider.Registry
 
 	capiMachines map[string]*clusterv1.Machine
-	mapiMachines map[string]bool // names of the Machine API Machines
+	mapiMachines map[string]bool            // names of the Machine API Machines
+	contexts     map[string]convert.Context // by the kind it was asked for ("" for a MachineHealthCheck's)
+}
+
+// contextFor is the conversion context for kind (a providerSpec's or an infrastructure
+// kind), read from the cluster once per kind: a fleet's thousand Machines share a handful.
+func (p *clusterPlanner) contextFor(ctx context.Context, kind string) (convert.Context, error) {
+	if c, ok := p.contexts[kind]; ok {
+		return c, nil
+	}
+	var c convert.Context
+	var err error
+	if kind == "" {
+		c, err = authority.ClusterContext(ctx, p.c, p.ns)
+	} else {
+		c, err = authority.ContextFor(ctx, p.c, p.providers, p.ns, kind)
+	}
+	if err == nil {
+		p.contexts[kind] = c
+	}
+	return c, err
 }
 
 // clusterClient is a client for the cluster cfg names whose scheme knows every registered
@@ -50,9 +70,14 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 	if err != nil {
 		return nil, &ExitError{Code: planExitBadInput, Err: err}
 	}
-	p := &clusterPlanner{c: c, ns: authority.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to: to,
+	return planWith(ctx, c, authority.Namespaces{MachineAPI: f.mapiNS, ClusterAPI: f.capiNS}, to)
+}
+
+// planWith checks every Machine API resource in ns.MachineAPI through c.
+func planWith(ctx context.Context, c client.Client, ns authority.Namespaces, to machinev1beta1.MachineAuthority) ([]planItem, error) {
+	p := &clusterPlanner{c: c, ns: ns, to: to,
 		providers:    provider.Builtin(),
-		capiMachines: map[string]*clusterv1.Machine{}, mapiMachines: map[string]bool{}}
+		capiMachines: map[string]*clusterv1.Machine{}, mapiMachines: map[string]bool{}, contexts: map[string]convert.Context{}}
 	var sets machinev1beta1.MachineSetList
 	var machines machinev1beta1.MachineList
 	var mhcs machinev1beta1.MachineHealthCheckList
@@ -60,7 +85,7 @@ func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAut
 	for _, l := range []struct {
 		list client.ObjectList
 		ns   string
-	}{{&sets, f.mapiNS}, {&machines, f.mapiNS}, {&mhcs, f.mapiNS}, {&capiMachines, f.capiNS}} {
+	}{{&sets, ns.MachineAPI}, {&machines, ns.MachineAPI}, {&mhcs, ns.MachineAPI}, {&capiMachines, ns.ClusterAPI}} {
 		if err := c.List(ctx, l.list, client.InNamespace(l.ns)); err != nil {
 			return nil, &ExitError{Code: planExitBadInput, Err: fmt.Errorf("reading the cluster: %w", err)}
 		}
@@ -137,7 +162,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 	var err error
 	switch {
 	case p.to == machinev1beta1.MachineAuthorityClusterAPI:
-		cctx, cerr := authority.ContextFor(ctx, p.c, p.providers, p.ns, authority.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
+		cctx, cerr := p.contextFor(ctx, authority.ProviderSpecKind(ms.Spec.Template.Spec.ProviderSpec))
 		if err = cerr; err == nil {
 			_, _, errs = convert.ToClusterAPIMachineSet(ms, cctx)
 		}
@@ -148,7 +173,7 @@ func (p *clusterPlanner) machineSet(ctx context.Context, ms *machinev1beta1.Mach
 		var tmpl client.Object
 		if tmpl, err = p.infra(ctx, ref.APIGroup, ref.Kind, ref.Name); err == nil {
 			var cctx convert.Context
-			if cctx, err = authority.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind); err == nil {
+			if cctx, err = p.contextFor(ctx, ref.Kind); err == nil {
 				_, _, errs = convert.ToMachineAPIMachineSet(capi, tmpl, cctx)
 			}
 		}
@@ -194,7 +219,7 @@ func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealt
 		}
 		capi = nil
 	}
-	cctx, err := authority.ClusterContext(ctx, p.c, p.ns)
+	cctx, err := p.contextFor(ctx, "")
 	var errs field.ErrorList
 	switch {
 	case err != nil:
@@ -216,7 +241,7 @@ func (p *clusterPlanner) mhc(ctx context.Context, h *machinev1beta1.MachineHealt
 }
 
 func (p *clusterPlanner) convertMachineToCAPI(ctx context.Context, m *machinev1beta1.Machine) (field.ErrorList, error) {
-	cctx, err := authority.ContextFor(ctx, p.c, p.providers, p.ns, authority.ProviderSpecKind(m.Spec.ProviderSpec))
+	cctx, err := p.contextFor(ctx, authority.ProviderSpecKind(m.Spec.ProviderSpec))
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +258,7 @@ func (p *clusterPlanner) convertMachineToMAPI(ctx context.Context, capi *cluster
 	if err != nil {
 		return nil, err
 	}
-	cctx, err := authority.ContextFor(ctx, p.c, p.providers, p.ns, ref.Kind)
+	cctx, err := p.contextFor(ctx, ref.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func TestPlanAndBlockedMigration(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("migrate --wait of an unconvertible MachineSet: exit %d, want 1: %s", code, errOut)
 	}
-	wantAll(t, "migrate --wait", errOut, "machineset/lab-elsewhere cannot migrate to ClusterAPI", "spec.template.spec.providerSpec.value.region")
+	wantAll(t, "migrate --wait", errOut, "machineset/lab-elsewhere failed: cannot migrate to ClusterAPI", "spec.template.spec.providerSpec.value.region")
 	got := &machinev1beta1.MachineSet{}
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(bad), got); err != nil {
 		t.Fatal(err)

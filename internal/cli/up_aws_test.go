@@ -94,6 +94,8 @@ func TestUpAWSLab(t *testing.T) {
 	wantAll(t, "describe", out, append(cl.MachineSetNames(), cl.Name)...)
 	waitPlanReady(t, u.lab.KubeconfigPath, cl)
 	checkCAPARunning(t, u, dir, progress.String())
+	migrateAWSFleet(t, u.lab.KubeconfigPath)
+	checkInstances(t, u.cloud.EC2().URL(), cl, machines)
 
 	pids, healthURL := u.lab.PIDs(), u.capa.HealthURL
 	u.stop()
@@ -225,6 +227,25 @@ func waitCapacityAnnotations(t *testing.T, c client.Client, cl demo.AWSCluster) 
 		}
 		return ok, strings.Join(seen, "; "), nil
 	})
+}
+
+// migrateAWSFleet moves the AWS lab's whole fleet to the Cluster API, where the upstream
+// CAPA controller takes the AWSMachines, and back, with machina migrate --all, each way once
+// plan calls everything ready.
+func migrateAWSFleet(t *testing.T, kubeconfig string) {
+	t.Helper()
+	for _, to := range []string{"ClusterAPI", "MachineAPI"} {
+		poll(t, 3*time.Minute, "plan --to "+to+": every resource ready", func(context.Context) (bool, string, error) {
+			out, errOut, code := runCommand(t, newPlanCommand, "--kubeconfig", kubeconfig, "--to", to)
+			return code == 0, out + errOut, nil
+		})
+		out, errOut, code := runCommand(t, newMigrateCommand, "--kubeconfig", kubeconfig, "--all", "--to", to, "--timeout", "3m")
+		t.Logf("machina migrate --all --to %s:\n%s%s", to, out, errOut)
+		if code != 0 {
+			t.Fatalf("machina migrate --all --to %s: exit %d", to, code)
+		}
+		wantAll(t, "migrate --all --to "+to, out, "wave: MachineSets", "wave: Machines", to+"-authoritative")
+	}
 }
 
 // waitPlanReady runs plan until the sync has mirrored the cluster and every resource can
