@@ -162,9 +162,11 @@ func seedSim(ctx context.Context, in seedInput) (seeded, error) {
 			name, strings.Join(demo.MachineSetNames, ", "), in.machineAPINamespace),
 		next: `kubectl get machinesets.machine.openshift.io,machines.machine.openshift.io -n openshift-machine-api
   machina plan
-  machina migrate machineset/` + demo.MachineSetNames[0] + ` --to ClusterAPI --wait
+  machina migrate --all --to ClusterAPI --dry-run
+  machina migrate --all --to ClusterAPI
   machina describe
-  kubectl get machinesets.cluster.x-k8s.io,machines.cluster.x-k8s.io -n openshift-cluster-api`,
+  kubectl get machinesets.cluster.x-k8s.io,machines.cluster.x-k8s.io -n openshift-cluster-api
+  machina migrate --all --to MachineAPI`,
 	}, nil
 }
 
@@ -180,6 +182,7 @@ func seedAWS(ctx context.Context, in seedInput) (seeded, error) {
 		next: `kubectl get machinesets.machine.openshift.io,machines.machine.openshift.io -n openshift-machine-api -o wide
   machina describe
   machina plan
+  machina migrate --all --to ClusterAPI   # the upstream CAPA controller takes the AWSMachines
   # the EC2 API of the lab's cloud, for the aws CLI and SDKs:
   ` + in.ec2Export + `
   aws ec2 describe-instances --filters Name=tag:kubernetes.io/cluster/` + cl.Name + `,Values=owned`,
