@@ -3,18 +3,22 @@ package machine
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -133,8 +137,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// The finalizer must be stored before any cloud call, so an instance never outlives
 	// a Machine deleted in between; the status the gate computed is written at the end of
 	// the pass, together with the provisioning results.
-	if _, err := helper.EnsureFinalizer(ctx, m, machinev1beta1.MachineFinalizer); err != nil {
+	wrote, err := helper.EnsureFinalizer(ctx, m, machinev1beta1.MachineFinalizer)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if wrote {
+		if kept, err := r.finalizerKept(ctx, m); err != nil || !kept {
+			return ctrl.Result{}, err
+		}
+	}
 	return r.reconcileNormal(ctx, m)
+}
+
+// finalizerKept reads the Machine from the API server after its finalizer was stored and
+// reports whether it is still there and not being deleted. A delete racing the finalizer's
+// write can remove the Machine with the finalizer on (kubernetes/kubernetes#77988: the write
+// is answered 200, the object is gone): an instance launched now would have nothing left to
+// terminate it. Once a read shows the finalizer stored, a later delete waits for it. The
+// soak found the race with the simulated provider; every actuator (AWS's too) meets it here.
+func (r *Reconciler) finalizerKept(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(machinev1beta1.GroupVersion.WithKind("Machine"))
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("the Machine was deleted as its finalizer was stored; launching nothing")
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("reading the Machine back after storing its finalizer: %w", err)
+	}
+	return live.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(live, machinev1beta1.MachineFinalizer), nil
 }
