@@ -31,7 +31,7 @@ func capiScale(n int) (result, error) {
 		return result{}, err
 	}
 	defer e.stop()
-	report, stopExtra, err := extraControllers(e)
+	report, extraWrites, stopExtra, err := extraControllers(e)
 	defer stopExtra()
 	if err != nil {
 		return result{}, err
@@ -97,6 +97,7 @@ func capiScale(n int) (result, error) {
 	}
 
 	ph := e.startPhase()
+	x0 := extraWrites()
 	start := time.Now()
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
@@ -126,7 +127,7 @@ func capiScale(n int) (result, error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	elapsed, cpu := time.Since(start), ph.report(n)
+	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status settling) count too
 	w1, err := e.managerWrites()
 	if err != nil {
@@ -137,6 +138,7 @@ func capiScale(n int) (result, error) {
 		return result{}, err
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
+		OtherWrites: extraWrites() - x0, APIServerCPU: apiCPU,
 		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1), Lines: cpu}, nil
 }
 

@@ -36,7 +36,12 @@ type result struct {
 	ManagerWrites     int64
 	KubeletWrites     int64
 	ManagerPeakRSSMiB float64
-	Extra             string
+	// OtherWrites are the writes of controllers run beside the manager (capi-scale's upstream
+	// core and trivial provider); compare adds them to the manager's.
+	OtherWrites int64
+	// APIServerCPU is the kube-apiserver's CPU-seconds in the measured interval (for compare).
+	APIServerCPU float64
+	Extra        string
 	// Lines are printed under the row, indented.
 	Lines []string
 }

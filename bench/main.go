@@ -3,6 +3,8 @@
 //
 //	go run ./bench mapi-scale -n 100 -n 1000
 //	go run ./bench mapi-scale -platform aws -n 100  # the same through the AWS actuator and the EC2 front
+//	go run ./bench mapi-scale -platform aws -machine-api upstream -n 100  # under machine-api-operator's controllers
+//	go run ./bench compare mapi-scale -platform aws -n 1000  # machina, then machine-api-operator, and the ratios
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench capi-scale -core upstream -n 1000  # the simulated provider under the upstream Cluster API core
 //	go run ./bench capi-scale -core upstream -provider trivial -n 1000  # the upstream core's own floor
@@ -58,6 +60,14 @@ func main() {
 	if scenario == "soak" {
 		os.Exit(soakMain(args))
 	}
+	comparing := scenario == "compare"
+	if comparing {
+		if len(args) == 0 || compareSides[args[0]] == nil {
+			fmt.Fprintln(os.Stderr, "usage: go run ./bench compare {mapi-scale -platform aws|capi-scale} [-n N]...")
+			os.Exit(2)
+		}
+		scenario, args = args[0], args[1:]
+	}
 	fs := flag.NewFlagSet(scenario, flag.ExitOnError)
 	var sizes intList
 	fs.Var(&sizes, "n", "number of Machines (repeatable)")
@@ -72,6 +82,10 @@ func main() {
 	fs.StringVar(&infraProvider, "provider", "sim", "capi-scale: the infrastructure provider, machina's simulated one or \"trivial\" "+
 		"(a Node and a providerID per SimMachine at once, no cloud, no kubelet: what the core alone costs)")
 	fs.IntVar(&maxInFlight, "max-in-flight", fleet.DefaultMaxInFlight, "migrate: machina migrate's --max-in-flight (the benchmark runs the command itself)")
+	fs.StringVar(&machineAPI, "machine-api", "machina", "mapi-scale -platform aws: whose Machine API controllers run, machina's or \"upstream\" "+
+		"(machine-api-operator's machineset, machine-healthcheck and nodelink-controller commands and its Machine controller with machina's EC2 actuator)")
+	fs.BoolVar(&auditWrites, "audit", false, "mapi-scale: count the Machine API controllers' writes from the API server's audit log too "+
+		"(always with -machine-api upstream and in compare)")
 	fs.Var(&managerEnv, "manager-env", "KEY=VALUE in the manager process's environment only, e.g. GOMEMLIMIT=64MiB (repeatable; "+
 		"the benchmark's own environment reaches every process: etcd, kube-apiserver, the cloud)")
 	_ = fs.Parse(args)
@@ -81,6 +95,10 @@ func main() {
 	}
 	if (core != "machina" || infraProvider != "sim") && scenario != "capi-scale" {
 		fmt.Fprintf(os.Stderr, "bench %s: -core and -provider are capi-scale's\n", scenario)
+		os.Exit(2)
+	}
+	if machineAPI != "machina" && (machineAPI != "upstream" || scenario != "mapi-scale" || platform != "aws") {
+		fmt.Fprintf(os.Stderr, "bench %s: -machine-api upstream is mapi-scale's, with -platform aws (machine-api-operator's Machine controller runs the EC2 actuator)\n", scenario)
 		os.Exit(2)
 	}
 	ctrllog.SetLogger(logr.Discard())
@@ -94,6 +112,9 @@ func main() {
 	run, ok := scenarios[scenario]
 	if !ok {
 		usage()
+	}
+	if comparing {
+		os.Exit(compare(scenario, sizes))
 	}
 	var rows []result
 	for _, n := range sizes {

@@ -46,7 +46,12 @@ func mapiPlatformFor(name string) (mapiPlatform, error) {
 				return out
 			}}, nil
 	case "aws":
-		return mapiPlatform{env: envOptions{groups: "machineapi,aws", ec2: true}, machineSet: awsMachineSet, callsLabel: "EC2 calls/M",
+		groups := "machineapi,aws"
+		if machineAPI == "upstream" {
+			groups = "opsmetrics" // machine-api-operator's controllers do the Machine API's work
+		}
+		return mapiPlatform{env: envOptions{groups: groups, ec2: true, audit: auditWrites || machineAPI == "upstream"},
+			machineSet: awsMachineSet, callsLabel: "EC2 calls/M",
 			calls: func(e *env) map[string]int64 { return e.cloud.EC2().Calls() }}, nil
 	}
 	return mapiPlatform{}, fmt.Errorf("-platform %q: want sim or aws", name)
@@ -92,6 +97,13 @@ func mapiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	if machineAPI == "upstream" {
+		stop, err := startMachineAPIPeer(ctx, e)
+		if err != nil {
+			return result{}, err
+		}
+		defer stop()
+	}
 	if err := e.client.Create(ctx, ms); err != nil {
 		return result{}, err
 	}
@@ -115,7 +127,7 @@ func mapiScale(n int) (result, error) {
 	if err := waitMachinesUp(ctx, e.watched, ms.Namespace, n, start); err != nil {
 		return result{}, err
 	}
-	elapsed, cpu := time.Since(start), ph.report(n)
+	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status resync) count too
 	w1, err := e.managerWrites()
 	if err != nil {
@@ -125,10 +137,31 @@ func mapiScale(n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
-		ManagerPeakRSSMiB: e.managerPeakRSS(),
-		Extra:             callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1),
-		Lines:             cpu}, nil
+	r := result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
+		ManagerPeakRSSMiB: e.managerPeakRSS(), APIServerCPU: apiCPU,
+		Extra: callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1),
+		Lines: cpu}
+	if p.env.audit {
+		if err := auditedWrites(e, &r, start); err != nil {
+			return result{}, err
+		}
+	}
+	return r, nil
+}
+
+// auditedWrites counts the Machine API controllers' writes since start from the audit log
+// into r: machine-api-operator's, in the writes column, under -machine-api upstream.
+func auditedWrites(e *env, r *result, start time.Time) error {
+	user := machineAPIUser()
+	w, by, err := auditWriteCount(e, user, start, time.Now())
+	if err != nil {
+		return err
+	}
+	if machineAPI == "upstream" {
+		r.ManagerWrites, r.ManagerPeakRSSMiB = w, 0
+	}
+	r.Lines = append(r.Lines, fmt.Sprintf("writes of %s from the audit log: %.2f per Machine (%s)", user, float64(w)/float64(r.N), by))
+	return nil
 }
 
 // waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;

@@ -20,6 +20,8 @@ func TestScenariosSmall(t *testing.T) {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	const n = 3
+	// Not parallel, so before the others: it sets the flags the scenarios read.
+	t.Run("compare mapi-scale aws", func(t *testing.T) { compareMachineAPI(t, n) })
 	for _, tc := range []struct {
 		scenario string
 		// floorWrites is the exact writes per Machine of a floor (no manager); 0 for a
@@ -52,5 +54,31 @@ func TestScenariosSmall(t *testing.T) {
 				t.Errorf("the report names no %q queue:\n%s", strings.TrimSuffix(tc.queue, " adds="), r.Extra)
 			}
 		})
+	}
+}
+
+// compareMachineAPI runs compare's mapi-scale on the AWS path: machina's Machine API
+// controllers, then machine-api-operator's with machina's EC2 actuator; both report their
+// writes from the audit log (machine-api-operator's including its nodelink-controller's Node
+// updates) and the API server's CPU, which the ratios need.
+func compareMachineAPI(t *testing.T, n int) {
+	platform = "aws"
+	defer func() { platform = "sim" }()
+	rows, err := compareRuns("mapi-scale", intList{n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for side, who := range []string{"machina", "machine-api-operator"} {
+		r := rows[side][0]
+		if r.N != n || r.ManagerWrites < int64(n) || r.APIServerCPU <= 0 {
+			t.Errorf("%s: N %d, %d writes, apiserver %.1f CPU-s", who, r.N, r.ManagerWrites, r.APIServerCPU)
+		}
+	}
+	if peer := strings.Join(rows[1][0].Lines, "\n"); !strings.Contains(peer, "machine-api-controllers from the audit log") ||
+		!strings.Contains(peer, "update nodes") {
+		t.Errorf("machine-api-operator's writes are not counted from the audit log, nodelink's Node updates among them:\n%s", peer)
+	}
+	if machineAPI != "machina" || auditWrites {
+		t.Errorf("compare left -machine-api %s, -audit %v", machineAPI, auditWrites)
 	}
 }

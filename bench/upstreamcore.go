@@ -47,8 +47,9 @@ func capiScaleGroups() string {
 }
 
 // extraControllers starts what capi-scale's -core and -provider ask for beside the manager:
-// the upstream core, the trivial provider. report says per Machine what they wrote.
-func extraControllers(e *env) (report func(n int) string, stop func(), err error) {
+// the upstream core, the trivial provider. report says per Machine what they wrote; writes
+// is how many writes they made in all so far.
+func extraControllers(e *env) (report func(n int) string, writes func() int64, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
@@ -56,19 +57,20 @@ func extraControllers(e *env) (report func(n int) string, stop func(), err error
 		}
 	}
 	var parts []func(n int) string
+	var counters []func() int64
 	if core == "upstream" {
 		dir, err := lab.ModuleDir("sigs.k8s.io/cluster-api/util")
 		if err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 		c, err := e.lab.StartCAPICore(context.Background(), dir, os.Stderr)
 		if err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 		stops = append(stops, c.Stop)
 		w0, err := writesAt(c.MetricsURL)
 		if err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 		parts = append(parts, func(n int) string {
 			w, err := writesAt(c.MetricsURL)
@@ -77,18 +79,20 @@ func extraControllers(e *env) (report func(n int) string, stop func(), err error
 			}
 			return fmt.Sprintf("upstream core %.2f writes per Machine", float64(w-w0)/float64(n))
 		})
+		counters = append(counters, func() int64 { w, _ := writesAt(c.MetricsURL); return w })
 	}
 	if infraProvider == "trivial" {
-		writes, cancel, err := startTrivialProvider(e.lab.Config)
+		w, cancel, err := startTrivialProvider(e.lab.Config)
 		if err != nil {
-			return nil, stop, err
+			return nil, nil, stop, err
 		}
 		stops = append(stops, cancel)
 		parts = append(parts, func(n int) string {
-			return fmt.Sprintf("trivial provider %.2f writes per Machine", float64(writes.Load())/float64(n))
+			return fmt.Sprintf("trivial provider %.2f writes per Machine", float64(w.Load())/float64(n))
 		})
+		counters = append(counters, w.Load)
 	}
-	return func(n int) string {
+	report = func(n int) string {
 		var out []string
 		for _, p := range parts {
 			out = append(out, p(n))
@@ -97,7 +101,15 @@ func extraControllers(e *env) (report func(n int) string, stop func(), err error
 			return ""
 		}
 		return "(" + strings.Join(out, "; ") + ")"
-	}, stop, nil
+	}
+	writes = func() int64 {
+		var total int64
+		for _, c := range counters {
+			total += c()
+		}
+		return total
+	}
+	return report, writes, stop, nil
 }
 
 // startTrivialProvider runs, in this process, an infrastructure provider that does nothing

@@ -81,6 +81,33 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (c *Controllers, err erro
 	if progress == nil {
 		progress = io.Discard
 	}
+	c, err = StartMachineAPI(ctx, l, o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	dir, err := lab.ModuleDir("sigs.k8s.io/cluster-api/util")
+	if err != nil {
+		return c, fmt.Errorf("the Cluster API module: %w", err)
+	}
+	if c.Core, err = l.StartCAPICore(ctx, dir, progress); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// StartMachineAPI is Start without the Cluster API core: machine-api-operator's commands and
+// its Machine controller only (what `bench mapi-scale -machine-api upstream` measures).
+func StartMachineAPI(ctx context.Context, l *lab.Lab, o Options) (c *Controllers, err error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
 	c = &Controllers{}
 	defer func() {
 		if err != nil {
@@ -96,13 +123,6 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (c *Controllers, err erro
 	}
 	fmt.Fprintf(progress, "upstream: machine-api-operator %s Machine controller (with machina's EC2 actuator) running as %s\n",
 		lab.MAOVersion, lab.MAOUser)
-	dir, err := lab.ModuleDir("sigs.k8s.io/cluster-api/util")
-	if err != nil {
-		return c, fmt.Errorf("the Cluster API module: %w", err)
-	}
-	if c.Core, err = l.StartCAPICore(ctx, dir, progress); err != nil {
-		return c, err
-	}
 	return c, nil
 }
 
