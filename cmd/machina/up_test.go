@@ -179,7 +179,7 @@ func TestUpServesKubeconfigAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	u := startUp(t, bin, stateDir)
 	u.waitFor(t, "machina lab is up", 3*time.Minute)
 	u.waitFor(t, "export KUBECONFIG="+filepath.Join(stateDir, "kubeconfig"), 5*time.Second)
-	u.waitFor(t, "machina migrate machineset/lab-worker-a --to ClusterAPI --wait", 5*time.Second)
+	u.waitFor(t, "machina migrate --all --to ClusterAPI --dry-run", 5*time.Second)
 	// The printed metrics endpoint serves machina's own metrics.
 	line := u.waitFor(t, "Metrics: http://", 5*time.Second)
 	metricsURL := strings.Fields(line[strings.Index(line, "Metrics: ")+len("Metrics: "):])[0]
