@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,7 +183,7 @@ func requestAuthority(t *testing.T, e *testenv.Env, set string, machines []strin
 	if err != nil {
 		t.Fatalf("machina migrate to %s: %v", to, err)
 	}
-	if want := "machineset/" + set + ": authority requested: " + string(to); !strings.Contains(out.String(), want) {
+	if want := "all " + strconv.Itoa(1+len(machines)) + " resource(s) are " + string(to) + "-authoritative"; !strings.Contains(out.String(), want) {
 		t.Errorf("machina migrate printed no %q", want)
 	}
 }
