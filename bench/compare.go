@@ -53,8 +53,8 @@ func ratio(a, b float64) string {
 // peer's (rows[1]), alternating, and leaves the flags as it found them.
 func compareRuns(scenario string, sizes intList) (rows [2][]result, err error) {
 	set := compareSides[scenario]
-	saved := [3]string{machineAPI, core, fmt.Sprint(auditWrites)}
-	defer func() { machineAPI, core, auditWrites = saved[0], saved[1], saved[2] == "true" }()
+	savedAPI, savedCore, savedAudit := machineAPI, core, auditWrites
+	defer func() { machineAPI, core, auditWrites = savedAPI, savedCore, savedAudit }()
 	for _, n := range sizes {
 		for side, peer := range []bool{false, true} {
 			set(peer)

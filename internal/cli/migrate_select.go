@@ -130,23 +130,14 @@ func selectReady(ctx context.Context, c client.Client, f *migrateFlags, to machi
 // labelled returns the Machine API resources in ns whose labels match sel.
 func labelled(ctx context.Context, c client.Client, ns string, sel labels.Selector) (map[fleet.Item]bool, error) {
 	out := map[fleet.Item]bool{}
-	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}}
-	var sets machinev1beta1.MachineSetList
-	var machines machinev1beta1.MachineList
-	var mhcs machinev1beta1.MachineHealthCheckList
-	for _, l := range []client.ObjectList{&sets, &machines, &mhcs} {
-		if err := c.List(ctx, l, opts...); err != nil {
+	for _, kind := range []string{fleet.MachineSet, fleet.Machine, fleet.MachineHealthCheck} {
+		objs, err := fleet.List(ctx, c, ns, kind, client.MatchingLabelsSelector{Selector: sel})
+		if err != nil {
 			return nil, fmt.Errorf("reading the cluster: %w", err)
 		}
-	}
-	for _, o := range sets.Items {
-		out[fleet.Item{Kind: fleet.MachineSet, Name: o.Name}] = true
-	}
-	for _, o := range machines.Items {
-		out[fleet.Item{Kind: fleet.Machine, Name: o.Name}] = true
-	}
-	for _, o := range mhcs.Items {
-		out[fleet.Item{Kind: fleet.MachineHealthCheck, Name: o.Name}] = true
+		for name := range objs {
+			out[fleet.Item{Kind: kind, Name: name}] = true
+		}
 	}
 	return out, nil
 }

@@ -122,8 +122,9 @@ type Counts struct {
 	Total, Done, InFlight, Waiting, Failed int
 }
 
+// add counts n resources with outcome o; Blocked, InFlight and NotStarted (decided before the
+// run, or left by it) are not part of its progress.
 func (c *Counts) add(o Outcome, n int) {
-	c.Total += n
 	switch o {
 	case Migrated, Already, Gone:
 		c.Done += n
@@ -133,10 +134,10 @@ func (c *Counts) add(o Outcome, n int) {
 		c.Waiting += n
 	case Failed:
 		c.Failed += n
-	case Blocked, InFlight, NotStarted:
-		// decided before the run, or left by it: not part of its progress
-		c.Total -= n
+	default:
+		return
 	}
+	c.Total += n
 }
 
 // EventType says what an Event reports.

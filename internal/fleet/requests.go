@@ -10,6 +10,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,7 @@ func (r *runner) request(ctx context.Context, items []Item) {
 // Request sets the resource's requested authority with a merge patch: the field alone, so it
 // cannot conflict with what controllers and people change meanwhile.
 func Request(ctx context.Context, c client.Client, ns string, it Item, to machinev1beta1.MachineAuthority) error {
-	obj, err := newObject(it.Kind)
+	obj, err := newObject(c, it.Kind)
 	if err != nil {
 		return err
 	}
@@ -92,11 +93,7 @@ func (r *runner) get(ctx context.Context, flights []*flight) ([]client.Object, [
 	errs := make([]error, len(flights))
 	var wg sync.WaitGroup
 	for i, f := range flights {
-		wg.Go(func() {
-			if objs[i], errs[i] = newObject(f.item.Kind); errs[i] == nil {
-				errs[i] = r.c.Get(ctx, client.ObjectKey{Namespace: r.o.Namespace, Name: f.item.Name}, objs[i])
-			}
-		})
+		wg.Go(func() { objs[i], errs[i] = read(ctx, r.c, r.o.Namespace, f.item) })
 	}
 	wg.Wait()
 	return objs, errs
@@ -106,7 +103,7 @@ func (r *runner) get(ctx context.Context, flights []*flight) ([]client.Object, [
 func (r *runner) list(ctx context.Context, flights []*flight) ([]client.Object, []error) {
 	objs := make([]client.Object, len(flights))
 	errs := make([]error, len(flights))
-	found, err := listKind(ctx, r.c, r.o.Namespace, flights[0].item.Kind)
+	found, err := List(ctx, r.c, r.o.Namespace, flights[0].item.Kind)
 	for i, f := range flights {
 		switch o, ok := found[f.item.Name]; {
 		case err != nil:
@@ -154,7 +151,7 @@ func (r *runner) observe(f *flight, obj client.Object, err error) {
 
 // authorities reads the current status authority of every resource of kind in ns.
 func authorities(ctx context.Context, c client.Client, ns, kind string) (map[string]machinev1beta1.MachineAuthority, error) {
-	objs, err := listKind(ctx, c, ns, kind)
+	objs, err := List(ctx, c, ns, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -165,58 +162,49 @@ func authorities(ctx context.Context, c client.Client, ns, kind string) (map[str
 	return out, nil
 }
 
-// listKind returns every resource of kind in ns by name.
-func listKind(ctx context.Context, c client.Client, ns, kind string) (map[string]client.Object, error) {
-	out := map[string]client.Object{}
-	var err error
-	switch kind {
-	case Machine:
-		var l machinev1beta1.MachineList
-		if err = c.List(ctx, &l, client.InNamespace(ns)); err == nil {
-			for i := range l.Items {
-				out[l.Items[i].Name] = &l.Items[i]
-			}
-		}
-	case MachineSet:
-		var l machinev1beta1.MachineSetList
-		if err = c.List(ctx, &l, client.InNamespace(ns)); err == nil {
-			for i := range l.Items {
-				out[l.Items[i].Name] = &l.Items[i]
-			}
-		}
-	case MachineHealthCheck:
-		var l machinev1beta1.MachineHealthCheckList
-		if err = c.List(ctx, &l, client.InNamespace(ns)); err == nil {
-			for i := range l.Items {
-				out[l.Items[i].Name] = &l.Items[i]
-			}
-		}
-	default:
-		return nil, fmt.Errorf("unknown kind %q", kind)
-	}
+// List returns the resources of kind in ns by name; opts narrow the list (a label selector).
+// Every kind a fleet holds is machine.openshift.io/v1beta1, so the scheme makes its list.
+func List(ctx context.Context, c client.Client, ns, kind string, opts ...client.ListOption) (map[string]client.Object, error) {
+	o, err := c.Scheme().New(machinev1beta1.GroupVersion.WithKind(kind + "List"))
 	if err != nil {
+		return nil, fmt.Errorf("unknown kind %q: %w", kind, err)
+	}
+	l := o.(client.ObjectList)
+	if err := c.List(ctx, l, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
 		return nil, fmt.Errorf("listing %ss: %w", kind, err)
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]client.Object, len(items))
+	for _, it := range items {
+		obj := it.(client.Object)
+		out[obj.GetName()] = obj
 	}
 	return out, nil
 }
 
 // Exists returns the error of reading it (nil when it exists).
 func Exists(ctx context.Context, c client.Client, ns string, it Item) error {
-	obj, err := newObject(it.Kind)
-	if err != nil {
-		return err
-	}
-	return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: it.Name}, obj)
+	_, err := read(ctx, c, ns, it)
+	return err
 }
 
-func newObject(kind string) (client.Object, error) {
-	switch kind {
-	case Machine:
-		return &machinev1beta1.Machine{}, nil
-	case MachineSet:
-		return &machinev1beta1.MachineSet{}, nil
-	case MachineHealthCheck:
-		return &machinev1beta1.MachineHealthCheck{}, nil
+// read reads it from the API server.
+func read(ctx context.Context, c client.Client, ns string, it Item) (client.Object, error) {
+	obj, err := newObject(c, it.Kind)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown kind %q", kind)
+	return obj, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: it.Name}, obj)
+}
+
+// newObject is an empty object of kind.
+func newObject(c client.Client, kind string) (client.Object, error) {
+	o, err := c.Scheme().New(machinev1beta1.GroupVersion.WithKind(kind))
+	if err != nil {
+		return nil, fmt.Errorf("unknown kind %q: %w", kind, err)
+	}
+	return o.(client.Object), nil
 }
