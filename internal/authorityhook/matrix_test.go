@@ -144,6 +144,7 @@ func TestAuthorityMatrix(t *testing.T) {
 		"\"(gap)\" today's answer where the rules fall short):\n%s\ncounts: %s\nknown gaps:\n  %s",
 		table.String(), strings.Join(summary, " "), strings.Join(gapLines, "\n  "))
 	checkMirrorExceptions(t, e, ids, kinds)
+	checkAuthorityConditions(t, e, ids)
 }
 
 // expected is the authority rules as a table: who may write what on a non-authoritative copy.
