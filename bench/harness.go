@@ -221,7 +221,7 @@ func (e *env) managerArgs(o envOptions, kubeconfig, metricsAddr string) []string
 	if o.verbosity > 0 {
 		args = append(args, "--verbosity", strconv.Itoa(o.verbosity))
 	}
-	return args
+	return append(args, managerFlags...)
 }
 
 // launchManager starts this binary with args (a `manager` command line) as a child process

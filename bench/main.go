@@ -5,6 +5,8 @@
 //	go run ./bench mapi-scale -platform aws -n 100  # the same through the AWS actuator and the EC2 front
 //	go run ./bench mapi-scale -platform aws -machine-api upstream -n 100  # under machine-api-operator's controllers
 //	go run ./bench compare mapi-scale -platform aws -n 1000  # machina, then machine-api-operator, and the ratios
+//	go run ./bench mapi-scale -platform aws -max-provisioning 50 -n 1000  # at most 50 Machines provisioning at once
+//	go run ./bench mapi-scale -platform aws -manager-flag=--max-concurrent-reconciles=1 -n 100  # one Machine at a time, as machine-api-operator on AWS
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench capi-scale -core upstream -n 1000  # the simulated provider under the upstream Cluster API core
 //	go run ./bench capi-scale -core upstream -provider trivial -n 1000  # the upstream core's own floor
@@ -88,6 +90,8 @@ func main() {
 		"(always with -machine-api upstream and in compare)")
 	fs.Var(&managerEnv, "manager-env", "KEY=VALUE in the manager process's environment only, e.g. GOMEMLIMIT=64MiB (repeatable; "+
 		"the benchmark's own environment reaches every process: etcd, kube-apiserver, the cloud)")
+	fs.Var(&managerFlags, "manager-flag", "a flag for the manager's command line, e.g. --max-concurrent-reconciles=1 (repeatable)")
+	fs.IntVar(&maxProvisioning, "max-provisioning", 0, "mapi-scale: the MachineSet's machina.dev/max-provisioning limit (0: none)")
 	_ = fs.Parse(args)
 	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {
 		fmt.Fprintf(os.Stderr, "bench %s: -core is machina or upstream, -provider sim or trivial\n", scenario)
@@ -148,6 +152,23 @@ func (l *envList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
 }
+
+// managerFlags is the -manager-flag flag: more of the manager's command line.
+var managerFlags flagList
+
+type flagList []string
+
+func (l *flagList) String() string { return strings.Join(*l, " ") }
+func (l *flagList) Set(s string) error {
+	if !strings.HasPrefix(s, "--") {
+		return fmt.Errorf("%q: want --name=value", s)
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// maxProvisioning is mapi-scale's -max-provisioning: the MachineSet's limit.
+var maxProvisioning int
 
 // platform is the -platform flag, read by the scenarios of platformScenarios.
 var platform = "sim"

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 	"github.com/machina-dev/machina/internal/demo"
 	"github.com/machina-dev/machina/internal/manager"
 )
@@ -104,6 +106,9 @@ func mapiScale(n int) (result, error) {
 		}
 		defer stop()
 	}
+	if maxProvisioning > 0 {
+		ms.Annotations = map[string]string{"machina.dev/max-provisioning": strconv.Itoa(maxProvisioning)} // provisioncap.Annotation
+	}
 	if err := e.client.Create(ctx, ms); err != nil {
 		return result{}, err
 	}
@@ -120,6 +125,7 @@ func mapiScale(n int) (result, error) {
 
 	ph := e.startPhase()
 	start := time.Now()
+	rate := sampleRate(func() int64 { return ec2.TotalCalls(p.calls(e)) })
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
@@ -128,6 +134,8 @@ func mapiScale(n int) (result, error) {
 		return result{}, err
 	}
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
+	mean, peak := rate()
+	cpu = append(cpu, fmt.Sprintf("%s per second: mean %.1f, peak %d (busiest second)", strings.TrimSuffix(p.callsLabel, "/M"), mean, peak))
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status resync) count too
 	w1, err := e.managerWrites()
 	if err != nil {
@@ -217,4 +225,34 @@ func callsPerMachine(label string, before, after map[string]int64, n int) string
 		parts = append(parts, fmt.Sprintf("%s %.2f", o.name, float64(o.calls)/float64(n)))
 	}
 	return fmt.Sprintf("%s %.2f (%s)", label, float64(total)/float64(n), strings.Join(parts, ", "))
+}
+
+// sampleRate samples a growing count every second from now on; the function it returns
+// stops the sampling and gives the mean rate since the start and the largest rise in one
+// second.
+func sampleRate(count func() int64) func() (mean float64, peak int64) {
+	start, first := time.Now(), count()
+	done := make(chan struct{})
+	result := make(chan int64, 1)
+	go func() {
+		last, peak := first, int64(0)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				c := count()
+				peak = max(peak, c-last)
+				last = c
+			case <-done:
+				result <- peak
+				return
+			}
+		}
+	}()
+	return func() (float64, int64) {
+		close(done)
+		peak := <-result
+		return float64(count()-first) / time.Since(start).Seconds(), peak
+	}
 }

@@ -78,6 +78,11 @@ func compareMachineAPI(t *testing.T, n int) {
 		!strings.Contains(peer, "update nodes") {
 		t.Errorf("machine-api-operator's writes are not counted from the audit log, nodelink's Node updates among them:\n%s", peer)
 	}
+	for side, who := range []string{"machina", "machine-api-operator"} {
+		if lines := strings.Join(rows[side][0].Lines, "\n"); !strings.Contains(lines, "EC2 calls per second: mean ") {
+			t.Errorf("%s: no EC2 call rate:\n%s", who, lines)
+		}
+	}
 	if machineAPI != "machina" || auditWrites {
 		t.Errorf("compare left -machine-api %s, -audit %v", machineAPI, auditWrites)
 	}

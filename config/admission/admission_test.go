@@ -206,6 +206,15 @@ func TestAdmissionAsUsersSeeIt(t *testing.T) {
 			t.Fatalf("matching expression refused: %v", err)
 		}
 	})
+	t.Run("MaxProvisioningIsAPositiveInteger", func(t *testing.T) {
+		ms := machineSet("limited", map[string]string{"pool": "l"}, map[string]string{"pool": "l"}, sim(nil))
+		ms.Annotations = map[string]string{"machina.dev/max-provisioning": "0"}
+		expectDenied(t, alice.Create(ctx, ms, client.DryRunAll), `metadata.annotations[machina.dev/max-provisioning]: Invalid value: "0": must be a positive integer`)
+		ms.Annotations["machina.dev/max-provisioning"] = "10"
+		if err := alice.Create(ctx, ms, client.DryRunAll); err != nil {
+			t.Fatalf("a limit of 10 refused: %v", err)
+		}
+	})
 	t.Run("SelectorImmutable", func(t *testing.T) {
 		l := map[string]string{"pool": "p", "tier": "t"}
 		ms := machineSet("immutable", map[string]string{"pool": "p"}, l, sim(nil))

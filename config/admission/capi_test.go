@@ -38,7 +38,7 @@ func TestClusterAPIAdmissionAsUsersSeeIt(t *testing.T) {
 	ctx := context.Background()
 	admin := clientAs(t, l, "admin", nil, "system:masters")
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "capi-editor"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"},
+		APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets", "machinedeployments"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-capi-editor"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "capi-editor"},
@@ -107,6 +107,23 @@ func TestClusterAPIAdmissionAsUsersSeeIt(t *testing.T) {
 		}
 		ms.Spec.ClusterName = "c2"
 		expectDenied(t, bob.Update(ctx, ms), "spec.clusterName: Forbidden: field is immutable")
+	})
+	t.Run("MaxProvisioningIsAPositiveInteger", func(t *testing.T) {
+		for _, v := range []string{"0", "-1", "ten", "1e3", "1000000000"} {
+			ms := capiMachineSet("limited", "c1")
+			ms.Annotations = map[string]string{"machina.dev/max-provisioning": v}
+			expectDenied(t, bob.Create(ctx, ms, client.DryRunAll), `metadata.annotations[machina.dev/max-provisioning]: Invalid value: "`+v+
+				`": must be a positive integer (how many of the set's Machines may be provisioning at once)`)
+		}
+		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "limited", Namespace: ns,
+			Annotations: map[string]string{"machina.dev/max-provisioning": "none"}},
+			Spec: clusterv1.MachineDeploymentSpec{ClusterName: "c1", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"md": "limited"}},
+				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"md": "limited"}}, Spec: capiMachineSpec("c1")}}}
+		expectDenied(t, bob.Create(ctx, md, client.DryRunAll), `metadata.annotations[machina.dev/max-provisioning]: Invalid value: "none"`)
+		md.Annotations["machina.dev/max-provisioning"] = "50"
+		if err := bob.Create(ctx, md, client.DryRunAll); err != nil {
+			t.Fatalf("a limit of 50 refused: %v", err)
+		}
 	})
 	t.Run("MachineSetDefaulted", func(t *testing.T) {
 		ms := capiMachineSet("plain", "c1")

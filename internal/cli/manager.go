@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/machina-dev/machina/internal/controllers"
+	"github.com/machina-dev/machina/internal/controllers/machineapi/machine"
 	"github.com/machina-dev/machina/internal/convert"
 	"github.com/machina-dev/machina/internal/manager"
 )
@@ -36,6 +37,7 @@ type managerFlags struct {
 	qps                    float32
 	burst                  int
 	syncLabels             []string
+	machineConcurrency     int
 }
 
 func newManagerCommand() *cobra.Command {
@@ -64,6 +66,9 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
+			if f.machineConcurrency < 1 {
+				return &ExitError{Code: 2, Err: fmt.Errorf("--max-concurrent-reconciles %d: must be at least 1", f.machineConcurrency)}
+			}
 			groups, err := selectGroups(&f.groups, f.controllers)
 			if err != nil {
 				return err
@@ -78,7 +83,8 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 				HealthProbeAddr: f.probeAddr,
 				LeaderElection:  f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
 				LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-				Groups: groups, Env: manager.Env{AutoscalerFieldManager: f.autoscalerFieldManager, AdditionalSyncMachineLabels: syncLabels},
+				Groups: groups, Env: manager.Env{AutoscalerFieldManager: f.autoscalerFieldManager, AdditionalSyncMachineLabels: syncLabels,
+					MachineConcurrency: f.machineConcurrency},
 			})
 			if err != nil {
 				return err
@@ -113,6 +119,9 @@ only those, and "-name" removes a group from "*". Controller groups in this buil
 	addGroupFlags(fl, &f.groups)
 	fl.StringVar(&f.autoscalerFieldManager, "autoscaler-field-manager", manager.DefaultAutoscalerFieldManager,
 		"field manager of the cluster autoscaler: its replicas changes on a Cluster API MachineSet mirror are carried over to the authoritative Machine API MachineSet")
+	fl.IntVar(&f.machineConcurrency, "max-concurrent-reconciles", machine.DefaultMaxConcurrentReconciles,
+		"how many Machines each platform's Machine API Machine controller reconciles at once (machine-api-operator's AWS controller runs 1); "+
+			"how many Machines a MachineSet provisions at once is its machina.dev/max-provisioning annotation")
 	fl.Float32Var(&f.qps, "kube-api-qps", 100, "sustained requests per second to the Kubernetes API")
 	fl.IntVar(&f.burst, "kube-api-burst", 200, "burst of requests to the Kubernetes API")
 	fl.StringSliceVar(&f.syncLabels, "additional-sync-machine-labels", nil,

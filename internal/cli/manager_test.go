@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,5 +36,21 @@ func TestManagerExitsWhenLeaderElectionLost(t *testing.T) {
 	}
 	if m.starts != 1 {
 		t.Fatalf("the manager was started %d times", m.starts)
+	}
+}
+
+// A --max-concurrent-reconciles below 1 is a usage error (exit 2) naming the flag, given
+// before any cluster is asked.
+func TestManagerBadConcurrency(t *testing.T) {
+	for _, v := range []string{"0", "-3"} {
+		cmd := newManagerCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs([]string{"--max-concurrent-reconciles", v, "--kubeconfig", filepath.Join(t.TempDir(), "absent")})
+		err := cmd.ExecuteContext(t.Context())
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), "--max-concurrent-reconciles "+v+": must be at least 1") {
+			t.Errorf("--max-concurrent-reconciles %s: got %v; want exit 2 naming the flag", v, err)
+		}
 	}
 }

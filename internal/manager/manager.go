@@ -72,6 +72,9 @@ type Env struct {
 	// propagated from Machines to Nodes, so the sync can carry Machine API node labels
 	// (spec.metadata.labels) matching them. Give both controllers the same patterns.
 	AdditionalSyncMachineLabels []*regexp.Regexp
+	// MachineConcurrency is how many Machines each platform's Machine API Machine controller
+	// reconciles at once (--max-concurrent-reconciles); the controller's default when zero.
+	MachineConcurrency int
 }
 
 // ProviderRegistry returns Providers with its default applied.

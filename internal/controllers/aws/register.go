@@ -82,10 +82,11 @@ func Setup(mgr ctrl.Manager, env manager.Env, o Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Actuator:  &awsactuator.Actuator{Client: mgr.GetClient(), Config: cfg},
 		// Machines of other platforms belong to their own actuators.
-		ProviderSpecKinds: provider.AWS().ProviderSpecKinds,
-		Recorder:          events.For(mgr, MachineControllerName),
-		Resync:            env.Resync,
-		NodeName:          os.Getenv(machine.NodeNameEnv),
+		ProviderSpecKinds:       provider.AWS().ProviderSpecKinds,
+		Recorder:                events.For(mgr, MachineControllerName),
+		Resync:                  env.Resync,
+		NodeName:                os.Getenv(machine.NodeNameEnv),
+		MaxConcurrentReconciles: env.MachineConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -118,6 +118,7 @@ func TestMachineAPI(t *testing.T) {
 	t.Run("MachineSetDeleteAnnotationAdoptionAndCascade", testMachineSetDeleteAnnotationAdoptionAndCascade)
 	t.Run("MachineSetClusterAPITemplate", testMachineSetClusterAPITemplate)
 	t.Run("MachineSetMachinesBornWithFinalizer", testMachineSetMachinesBornWithFinalizer)
+	t.Run("MachineSetProvisioningLimit", testMachineSetProvisioningLimit)
 	t.Run("MHCRemediatesNotReadyNode", testMHCRemediatesNotReadyNode)
 	t.Run("MHCNodeStartupTimeout", testMHCNodeStartupTimeout)
 	t.Run("MHCShortCircuit", testMHCShortCircuit)

@@ -22,10 +22,11 @@ func setupMachineAPI(mgr ctrl.Manager, env manager.Env, cloud *cloudclient.Clien
 		APIReader: mgr.GetAPIReader(),
 		Actuator:  &simactuator.Actuator{Cloud: cloud, Client: mgr.GetClient()},
 		// Machines of other platforms belong to their own actuators.
-		ProviderSpecKinds: provider.Sim().ProviderSpecKinds,
-		Recorder:          events.For(mgr, "machineapi-machine"),
-		Resync:            env.Resync,
-		NodeName:          os.Getenv(machine.NodeNameEnv),
+		ProviderSpecKinds:       provider.Sim().ProviderSpecKinds,
+		Recorder:                events.For(mgr, "machineapi-machine"),
+		Resync:                  env.Resync,
+		NodeName:                os.Getenv(machine.NodeNameEnv),
+		MaxConcurrentReconciles: env.MachineConcurrency,
 	}).SetupWithManager(mgr)
 }
 

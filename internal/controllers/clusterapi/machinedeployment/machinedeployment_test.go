@@ -50,6 +50,7 @@ func TestMachineDeployment(t *testing.T) {
 	t.Run("RollbackByRevertingTheTemplate", testRollback)
 	t.Run("InPlacePropagation", testInPlace)
 	t.Run("Remediating", testRemediating)
+	t.Run("ProvisioningLimit", testProvisioningLimit)
 	t.Run("DeletionDeletesMachineSets", testDeletion)
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
 	"github.com/machina-dev/machina/internal/controllers/internal/scaledown"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
@@ -37,17 +38,21 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		if _, ok := ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
 			return nil // an old MachineSet of a MachineDeployment: the new one makes up for it
 		}
+		n := r.creatable(ms, active, diff)
+		if n == 0 {
+			return nil
+		}
 		infra, boot, err := r.readTemplates(ctx, ms)
 		if err != nil {
 			return err
 		}
-		errs := parallel(diff, func(int) error { return r.createMachine(ctx, ms, infra, boot) })
-		if created := diff - len(errs); created > 0 {
-			events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s) from %s %s", created,
-				infra.ref.Kind, infra.ref.Name)
+		errs := parallel(n, func(int) error { return r.createMachine(ctx, ms, infra, boot) })
+		if created := n - len(errs); created > 0 {
+			events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s) from %s %s%s", created,
+				infra.ref.Kind, infra.ref.Name, provisioncap.Waiting(diff-n, ms.Annotations))
 		}
 		if len(errs) > 0 {
-			return fmt.Errorf("%d of %d Machine creations failed: %w", len(errs), diff, kerrors.NewAggregate(errs))
+			return fmt.Errorf("%d of %d Machine creations failed: %w", len(errs), n, kerrors.NewAggregate(errs))
 		}
 	case diff < 0:
 		victims := chooseVictims(active, -diff, ms.Spec.Deletion.Order)
@@ -72,6 +77,26 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		}
 	}
 	return nil
+}
+
+// creatable is how many of the missing Machines the scale-up creates now: all of them, or as
+// many as the set's provisioning limit (a MachineDeployment's reaches its MachineSets with
+// its other annotations) leaves room for beside its Machines that have no Node yet
+// (provisioncap). When a Machine gets its Node the set is reconciled again and creates the
+// next.
+func (r *Reconciler) creatable(ms *clusterv1.MachineSet, active []*clusterv1.Machine, missing int) int {
+	limit, err := provisioncap.Limit(ms.Annotations)
+	if err != nil {
+		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, provisioncap.InvalidReason, "%v; creating without a limit", err)
+		return missing
+	}
+	provisioning := 0
+	for _, m := range active {
+		if !m.Status.NodeRef.IsDefined() && !failed(m) {
+			provisioning++
+		}
+	}
+	return provisioncap.Creatable(missing, provisioning, limit)
 }
 
 // deletePriority ranks how strongly a Machine should go first on scale-down (lower goes

@@ -61,7 +61,7 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	// Resync is how often a Machine is reconciled without events; DefaultResync when zero.
 	Resync time.Duration
-	// MaxConcurrentReconciles defaults to 10.
+	// MaxConcurrentReconciles defaults to DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
 	// kinds are left alone (another platform's controller runs them). Empty means every kind.
@@ -73,6 +73,10 @@ type Reconciler struct {
 	// (a second platform's Machine controller in the same manager needs its own).
 	Name string
 }
+
+// DefaultMaxConcurrentReconciles is how many Machines the controller reconciles at once by
+// default (the manager's --max-concurrent-reconciles).
+const DefaultMaxConcurrentReconciles = 10
 
 // handles reports whether the Machine is of a platform this controller's Actuator serves.
 func (r *Reconciler) handles(o client.Object) bool {
@@ -91,7 +95,7 @@ func (r *Reconciler) handles(o client.Object) bool {
 // that goes away or turns NotReady brings its Machine back for a look at its instance.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = 10
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(cmp.Or(r.Name, "machineapi-machine")).

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/patch"
 	"github.com/machina-dev/machina/internal/provider"
@@ -107,12 +108,16 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 	key := client.ObjectKeyFromObject(ms)
 	switch diff := want - len(active); {
 	case diff > 0:
-		r.expect.expect(key, diff, 0)
-		err := parallel(diff, func(int) error { return r.createMachine(ctx, ms) }, func() { r.expect.observeFailedCreate(key) })
+		n := r.creatable(ms, active, diff)
+		if n == 0 {
+			return nil
+		}
+		r.expect.expect(key, n, 0)
+		err := parallel(n, func(int) error { return r.createMachine(ctx, ms) }, func() { r.expect.observeFailedCreate(key) })
 		if err != nil {
 			return fmt.Errorf("creating Machines: %w", err)
 		}
-		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s)", diff)
+		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulCreate", "Created %d Machine(s)%s", n, provisioncap.Waiting(diff-n, ms.Annotations))
 	case diff < 0:
 		victims := chooseVictims(active, -diff, ms.Spec.DeletePolicy)
 		r.expect.expect(key, 0, len(victims))
@@ -133,6 +138,25 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// creatable is how many of the missing Machines the scale-up creates now: all of them, or as
+// many as the set's provisioning limit leaves room for beside its Machines that have no Node
+// yet (provisioncap). When a Machine gets its Node the set is reconciled again and creates
+// the next.
+func (r *Reconciler) creatable(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machine, missing int) int {
+	limit, err := provisioncap.Limit(ms.Annotations)
+	if err != nil {
+		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, provisioncap.InvalidReason, "%v; creating without a limit", err)
+		return missing
+	}
+	provisioning := 0
+	for _, m := range active {
+		if m.Status.NodeRef == nil && ptr.Deref(m.Status.Phase, "") != machinev1beta1.PhaseFailed {
+			provisioning++
+		}
+	}
+	return provisioncap.Creatable(missing, provisioning, limit)
 }
 
 // createMachine creates one Machine from the template. Its authority follows the template:
