@@ -7,6 +7,7 @@
 //	go run ./bench compare mapi-scale -platform aws -n 1000  # machina, then machine-api-operator, and the ratios
 //	go run ./bench mapi-scale -platform aws -max-provisioning 50 -n 1000  # at most 50 Machines provisioning at once
 //	go run ./bench mapi-scale -platform aws -manager-flag=--max-concurrent-reconciles=1 -n 100  # one Machine at a time, as machine-api-operator on AWS
+//	go run ./bench mapi-scale -platform aws -fault throttle,rate=0.05 -n 1000  # 5 % of EC2 calls answered RequestLimitExceeded
 //	go run ./bench capi-scale -n 1000
 //	go run ./bench capi-scale -core upstream -n 1000  # the simulated provider under the upstream Cluster API core
 //	go run ./bench capi-scale -core upstream -provider trivial -n 1000  # the upstream core's own floor
@@ -35,6 +36,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machina-dev/machina/internal/cli"
+	"github.com/machina-dev/machina/internal/cloud/api"
 	"github.com/machina-dev/machina/internal/fleet"
 	"github.com/machina-dev/machina/internal/lab"
 )
@@ -91,6 +93,8 @@ func main() {
 	fs.Var(&managerEnv, "manager-env", "KEY=VALUE in the manager process's environment only, e.g. GOMEMLIMIT=64MiB (repeatable; "+
 		"the benchmark's own environment reaches every process: etcd, kube-apiserver, the cloud)")
 	fs.Var(&managerFlags, "manager-flag", "a flag for the manager's command line, e.g. --max-concurrent-reconciles=1 (repeatable)")
+	fs.Var(&faultSpecs, "fault", "mapi-scale: a cloud fault during the scale-up, e.g. throttle,rate=0.05 (5 % of calls answered RequestLimitExceeded on EC2; repeatable). "+
+		strings.ReplaceAll(api.FaultSpecHelp, "\n", " "))
 	fs.IntVar(&maxProvisioning, "max-provisioning", 0, "mapi-scale: the MachineSet's machina.dev/max-provisioning limit (0: none)")
 	_ = fs.Parse(args)
 	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {

@@ -123,6 +123,10 @@ func mapiScale(n int) (result, error) {
 		return result{}, err
 	}
 
+	faults, err := injectFaults(ctx, e)
+	if err != nil {
+		return result{}, err
+	}
 	ph := e.startPhase()
 	start := time.Now()
 	rate := sampleRate(func() int64 { return ec2.TotalCalls(p.calls(e)) })
@@ -136,6 +140,9 @@ func mapiScale(n int) (result, error) {
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
 	mean, peak := rate()
 	cpu = append(cpu, fmt.Sprintf("%s per second: mean %.1f, peak %d (busiest second)", strings.TrimSuffix(p.callsLabel, "/M"), mean, peak))
+	if f := faults(); f != "" {
+		cpu = append(cpu, f)
+	}
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status resync) count too
 	w1, err := e.managerWrites()
 	if err != nil {

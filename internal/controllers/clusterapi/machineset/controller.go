@@ -44,6 +44,7 @@ import (
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/internal/setctl"
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
 	"github.com/machina-dev/machina/internal/controllers/internal/ownedby"
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -134,6 +135,10 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 				// pass a second for all of them (a third of the manager's CPU at thousands of
 				// Machines when it was a pass per event).
 				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
+					if r.nodeForLimitedSet(ctx, req, e.ObjectOld, e.ObjectNew) {
+						q.Add(req)
+						continue
+					}
 					q.AddAfter(req, coalesce.Delay)
 				}
 				return
@@ -151,6 +156,18 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			enqueue(ctx, e.Object, q)
 		},
 	}
+}
+
+// nodeForLimitedSet says whether the update links a Machine to its Node while its set has a
+// provisioning limit: the set may create its next Machine now (provisioncap.Limited).
+func (r *Reconciler) nodeForLimitedSet(ctx context.Context, req reconcile.Request, old, cur client.Object) bool {
+	o, ok1 := old.(*clusterv1.Machine)
+	c, ok2 := cur.(*clusterv1.Machine)
+	if !ok1 || !ok2 || o.Status.NodeRef.IsDefined() || !c.Status.NodeRef.IsDefined() {
+		return false
+	}
+	ms := &clusterv1.MachineSet{}
+	return r.Cache.Get(ctx, req.NamespacedName, ms) == nil && provisioncap.Limited(ms.Annotations)
 }
 
 // setOf names the MachineSet controlling o.

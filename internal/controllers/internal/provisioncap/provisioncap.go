@@ -53,3 +53,12 @@ func Waiting(waiting int, annotations map[string]string) string {
 	}
 	return fmt.Sprintf("; %d more wait: at most %s provisioning at once (%s)", waiting, annotations[Annotation], Annotation)
 }
+
+// Limited says whether a MachineSet has a limit (valid or not). A limited set that waits
+// for a Machine's Node is brought back as soon as that Node is linked, not after the second
+// its controller otherwise lets a Machine's progress wait (coalesce.Delay): with a limit of
+// 10, that second was most of each round of ten.
+func Limited(annotations map[string]string) bool {
+	_, ok := annotations[Annotation]
+	return ok
+}

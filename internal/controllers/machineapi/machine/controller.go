@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -99,10 +102,80 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(cmp.Or(r.Name, "machineapi-machine")).
-		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles))).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine), builder.WithPredicates(gate.NodeChanged)).
+		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles),
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !ownEcho(e.ObjectOld, e.ObjectNew) }})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine), builder.WithPredicates(
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return nodeHealthChanged(e.ObjectOld, e.ObjectNew) }})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// nodeHealthChanged passes the Node updates this controller looks at the instance for: the
+// Node's deletion, its Ready condition leaving True, and the annotation naming its Machine
+// moving to another Machine. Its other updates (coming up and turning Ready, labels, taints,
+// addresses, the first link, whose Machine gets its nodeRef in the same moment, heartbeats)
+// are NodeLink's and the MachineSet's business; each cost a pass and an instance lookup here
+// (a Node goes through half a dozen updates as it comes up).
+func nodeHealthChanged(old, cur client.Object) bool {
+	o, ok1 := old.(*corev1.Node)
+	n, ok2 := cur.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	linked := o.Annotations[NodeMachineAnnotation]
+	return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		nodeReady(o) == corev1.ConditionTrue && nodeReady(n) != corev1.ConditionTrue ||
+		linked != "" && linked != n.Annotations[NodeMachineAnnotation]
+}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// ownEcho says whether a Machine update leaves everything this controller acts on as it was:
+// the spec but for the providerID, the metadata (labels, annotations, finalizers, owners,
+// deletion) but for the labels and annotation the actuators record the instance in
+// (outputLabels, InstanceStateAnnotation), and of the status the authority and the Node. The
+// rest — providerID, instance labels and state, phase, conditions, addresses,
+// providerStatus — is this controller's own output: such an update is almost always its own
+// write coming back, and a pass for it cost an instance lookup (DescribeInstances on AWS)
+// for nothing. The resync and the Node watch still bring every Machine back.
+func ownEcho(old, cur client.Object) bool {
+	o, ok1 := old.(*machinev1beta1.Machine)
+	c, ok2 := cur.(*machinev1beta1.Machine)
+	if !ok1 || !ok2 || !o.DeletionTimestamp.Equal(c.DeletionTimestamp) || !slices.Equal(o.Finalizers, c.Finalizers) ||
+		!equality.Semantic.DeepEqual(o.OwnerReferences, c.OwnerReferences) ||
+		o.Status.AuthoritativeAPI != c.Status.AuthoritativeAPI || !equality.Semantic.DeepEqual(o.Status.NodeRef, c.Status.NodeRef) ||
+		!equalBut(o.Labels, c.Labels, outputLabels...) || !equalBut(o.Annotations, c.Annotations, InstanceStateAnnotation) {
+		return false
+	}
+	if o.Generation == c.Generation {
+		return true
+	}
+	os, cs := o.Spec, c.Spec // shallow copies: nothing below writes through them
+	os.ProviderID, cs.ProviderID = nil, nil
+	return equality.Semantic.DeepEqual(os, cs)
+}
+
+// outputLabels are the Machine labels the actuators set from the instance they found.
+var outputLabels = []string{"machine.openshift.io/instance-type", "machine.openshift.io/region", "machine.openshift.io/zone"}
+
+// equalBut says whether a and b hold the same keys and values but for keys.
+func equalBut(a, b map[string]string, keys ...string) bool {
+	return maps.Equal(a, b) || maps.Equal(without(a, keys), without(b, keys))
+}
+
+func without(m map[string]string, keys []string) map[string]string {
+	out := maps.Clone(m)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
 }
 
 func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-dev/machina/internal/controllers/internal/coalesce"
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
 	"github.com/machina-dev/machina/internal/events"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
@@ -97,6 +98,10 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 				// A Machine's progress (phase, nodeRef, the actuator's labels and annotations)
 				// only moves the set's counts: one pass a second for all of them.
 				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
+					if r.nodeForLimitedSet(ctx, req, e.ObjectOld, e.ObjectNew) {
+						q.Add(req)
+						continue
+					}
 					q.AddAfter(req, coalesce.Delay)
 				}
 				return
@@ -113,6 +118,18 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			enqueue(ctx, e.Object, q)
 		},
 	}
+}
+
+// nodeForLimitedSet says whether the update links a Machine to its Node while its set has a
+// provisioning limit: the set may create its next Machine now (provisioncap.Limited).
+func (r *Reconciler) nodeForLimitedSet(ctx context.Context, req reconcile.Request, old, cur client.Object) bool {
+	o, ok1 := old.(*machinev1beta1.Machine)
+	c, ok2 := cur.(*machinev1beta1.Machine)
+	if !ok1 || !ok2 || o.Status.NodeRef != nil || c.Status.NodeRef == nil {
+		return false
+	}
+	ms := &machinev1beta1.MachineSet{}
+	return r.Client.Get(ctx, req.NamespacedName, ms) == nil && provisioncap.Limited(ms.Annotations)
 }
 
 // countsOnly says whether an update of a Machine leaves what its MachineSet acts on at once

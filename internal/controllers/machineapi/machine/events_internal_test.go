@@ -1,0 +1,101 @@
+package machine
+
+import (
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// A Machine update that only moves the status this controller writes brings no pass; one
+// that moves anything it acts on does.
+func TestStatusEcho(t *testing.T) {
+	base := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Generation: 2, Labels: map[string]string{"a": "b"},
+		Annotations: map[string]string{InstanceStateAnnotation: "running"}, Finalizers: []string{machinev1beta1.MachineFinalizer}},
+		Status: machinev1beta1.MachineStatus{AuthoritativeAPI: machinev1beta1.MachineAuthorityMachineAPI, Phase: ptr.To("Provisioned")}}
+	for _, tc := range []struct {
+		what   string
+		change func(*machinev1beta1.Machine)
+		echo   bool
+	}{
+		{"phase, conditions, addresses", func(m *machinev1beta1.Machine) {
+			m.Status.Phase = ptr.To("Running")
+			m.Status.Conditions = []machinev1beta1.Condition{{Type: "InstanceExists", Status: corev1.ConditionTrue}}
+			m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+		}, true},
+		{"spec", func(m *machinev1beta1.Machine) {
+			m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: "h", Owner: "o"}}
+			m.Generation++
+		}, false},
+		{"Node", func(m *machinev1beta1.Machine) { m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "n"} }, false},
+		{"authority", func(m *machinev1beta1.Machine) { m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating }, false},
+		{"deletion", func(m *machinev1beta1.Machine) { m.DeletionTimestamp = ptr.To(metav1.Now()) }, false},
+		{"the actuator's record of the instance", func(m *machinev1beta1.Machine) {
+			m.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-0")
+			m.Generation++
+			m.Labels["machine.openshift.io/instance-type"] = "m6i.xlarge"
+			m.Annotations[InstanceStateAnnotation] = "pending"
+		}, true},
+		{"annotation", func(m *machinev1beta1.Machine) { m.Annotations[ExcludeNodeDrainingAnnotation] = "" }, false},
+		{"the spec besides the providerID", func(m *machinev1beta1.Machine) {
+			m.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-0")
+			m.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+			m.Generation++
+		}, false},
+		{"label", func(m *machinev1beta1.Machine) { m.Labels["a"] = "c" }, false},
+		{"finalizer", func(m *machinev1beta1.Machine) { m.Finalizers = nil }, false},
+		{"owner", func(m *machinev1beta1.Machine) {
+			m.OwnerReferences = []metav1.OwnerReference{{Kind: "MachineSet", Name: "s"}}
+		}, false},
+	} {
+		cur := base.DeepCopy()
+		tc.change(cur)
+		if got := ownEcho(base, cur); got != tc.echo {
+			t.Errorf("%s: ownEcho = %v, want %v", tc.what, got, tc.echo)
+		}
+	}
+}
+
+// The Node updates that bring the Machine back: deletion, readiness, the Machine it names.
+func TestNodeHealthChanged(t *testing.T) {
+	ready := func(s corev1.ConditionStatus) []corev1.NodeCondition {
+		return []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: s}}
+	}
+	base := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{NodeMachineAnnotation: "ns/m"}},
+		Status: corev1.NodeStatus{Conditions: ready(corev1.ConditionTrue)}}
+	notReady := base.DeepCopy()
+	notReady.Status.Conditions = ready(corev1.ConditionFalse)
+	unlinked := base.DeepCopy()
+	unlinked.Annotations = nil
+	for _, tc := range []struct {
+		what    string
+		old     *corev1.Node // base when nil
+		change  func(*corev1.Node)
+		changed bool
+	}{
+		{"turning Ready", notReady, func(n *corev1.Node) { n.Status.Conditions = ready(corev1.ConditionTrue) }, false},
+		{"the first link", unlinked, func(n *corev1.Node) { n.Annotations = map[string]string{NodeMachineAnnotation: "ns/m"} }, false},
+		{"labels, taints, addresses, another condition", nil, func(n *corev1.Node) {
+			n.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
+			n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+			n.Status.Conditions[0].Status = corev1.ConditionTrue
+		}, false},
+		{"NotReady", nil, func(n *corev1.Node) { n.Status.Conditions = ready(corev1.ConditionFalse) }, true},
+		{"Ready lost", nil, func(n *corev1.Node) { n.Status.Conditions = nil }, true},
+		{"deletion", nil, func(n *corev1.Node) { n.DeletionTimestamp = ptr.To(metav1.Now()) }, true},
+		{"another Machine", nil, func(n *corev1.Node) { n.Annotations[NodeMachineAnnotation] = "ns/other" }, true},
+	} {
+		old := base
+		if tc.old != nil {
+			old = tc.old
+		}
+		cur := old.DeepCopy()
+		tc.change(cur)
+		if got := nodeHealthChanged(old, cur); got != tc.changed {
+			t.Errorf("%s: nodeHealthChanged = %v, want %v", tc.what, got, tc.changed)
+		}
+	}
+}
