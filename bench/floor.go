@@ -38,6 +38,9 @@ const floorWorkers = 64
 type floorMix struct {
 	// setup creates what the Machines refer to, before the clock starts.
 	setup func(ctx context.Context, f *floorEnv) error
+	// before, if set, prepares Machine i before the clock starts (mirror's floor: its
+	// Running Machine API Machine); the clock starts once every Node is Ready.
+	before func(ctx context.Context, f *floorEnv, i int) error
 	// machine sends Machine i's writes.
 	machine func(ctx context.Context, f *floorEnv, i int) error
 	// watch are the kinds the manager of the matching scenario watches.
@@ -52,6 +55,8 @@ type floorEnv struct {
 	cloud  *cloudclient.Client
 	// owner is the MachineSet the Machines belong to.
 	owner metav1.OwnerReference
+	// state holds what a mix's before step left of Machine i for its timed writes.
+	state []any
 }
 
 // launch starts Machine i's instance the way the providers do (a client token per
@@ -86,7 +91,7 @@ func floorRun(n int, mix floorMix) (result, error) {
 	}
 	defer e.stop()
 	ctx := context.Background()
-	f := &floorEnv{env: e}
+	f := &floorEnv{env: e, state: make([]any, n)}
 	mcfg, err := e.lab.ManagerConfig()
 	if err != nil {
 		return result{}, err
@@ -106,15 +111,18 @@ func floorRun(n int, mix floorMix) (result, error) {
 	if err := mix.setup(ctx, f); err != nil {
 		return result{}, err
 	}
+	if mix.before != nil {
+		if err := eachMachine(ctx, n, func(ctx context.Context, i int) error { return mix.before(ctx, f, i) }); err != nil {
+			return result{}, err
+		}
+		if err := waitNodesReady(ctx, e.watched, n, time.Now()); err != nil {
+			return result{}, err
+		}
+	}
 	w0, k0 := f.writes.Load(), e.kubeletWrite.Load()
 	ph := e.startPhase()
 	start := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(floorWorkers)
-	for i := range n {
-		g.Go(func() error { return mix.machine(gctx, f, i) })
-	}
-	if err := g.Wait(); err != nil {
+	if err := eachMachine(ctx, n, func(ctx context.Context, i int) error { return mix.machine(ctx, f, i) }); err != nil {
 		return result{}, err
 	}
 	written := time.Since(start)
@@ -125,6 +133,16 @@ func floorRun(n int, mix floorMix) (result, error) {
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: f.writes.Load() - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
 		Extra: fmt.Sprintf("(no manager: the benchmark's own writes; all written after %.1f s)", written.Seconds()),
 		Lines: cpu}, nil
+}
+
+// eachMachine runs op for Machines 0 to n-1, floorWorkers at a time.
+func eachMachine(ctx context.Context, n int, op func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(floorWorkers)
+	for i := range n {
+		g.Go(func() error { return op(gctx, i) })
+	}
+	return g.Wait()
 }
 
 // watch starts informers of kinds on the benchmark's cache and waits until they synced.

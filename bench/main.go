@@ -95,6 +95,8 @@ func main() {
 	fs.Var(&managerFlags, "manager-flag", "a flag for the manager's command line, e.g. --max-concurrent-reconciles=1 (repeatable)")
 	fs.Var(&faultSpecs, "fault", "mapi-scale: a cloud fault during the scale-up, e.g. throttle,rate=0.05 (5 % of calls answered RequestLimitExceeded on EC2; repeatable). "+
 		strings.ReplaceAll(api.FaultSpecHelp, "\n", " "))
+	fs.BoolVar(&withFloor, "floor", true, "mapi-scale, capi-scale, mirror and migrate on sim: run the scenario's floor (the same writes sent by the benchmark, no manager) "+
+		"at the same N right after each run and print the ratio of the two")
 	fs.IntVar(&maxProvisioning, "max-provisioning", 0, "mapi-scale: the MachineSet's machina.dev/max-provisioning limit (0: none)")
 	_ = fs.Parse(args)
 	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {
@@ -124,9 +126,14 @@ func main() {
 	if comparing {
 		os.Exit(compare(scenario, sizes))
 	}
+	floor, hasFloor := floors[scenario]
+	hasFloor = hasFloor && withFloor && platform == "sim" && core == "machina" && infraProvider == "sim"
 	var rows []result
 	for _, n := range sizes {
 		r, err := run(n)
+		if err == nil && hasFloor {
+			err = againstFloor(&r, floor)
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s -n %d: %v\n", scenario, n, err)
 			os.Exit(1)
@@ -171,6 +178,25 @@ func (l *flagList) Set(s string) error {
 	return nil
 }
 
+// withFloor is the -floor flag.
+var withFloor = true
+
+// floors names each scenario's floor.
+var floors = map[string]string{"mapi-scale": "mapi-floor", "capi-scale": "capi-floor", "mirror": "mirror-floor", "migrate": "migrate-floor"}
+
+// againstFloor runs floor at r's N and adds to r a line with the floor's figures and r's
+// ratio to them: seconds and writes per Machine, measured in the same sitting.
+func againstFloor(r *result, floor string) error {
+	fmt.Fprintf(os.Stderr, "bench: %s -n %d, for the ratio\n", floor, r.N)
+	f, err := scenarios[floor](r.N)
+	if err != nil {
+		return fmt.Errorf("%s: %w", floor, err)
+	}
+	r.Lines = append(r.Lines, fmt.Sprintf("floor (%s, right after): %.1f s, %.2f writes per Machine; this run: %.2f× its seconds, %.2f× its writes",
+		floor, f.Seconds, float64(f.ManagerWrites)/float64(f.N), r.Seconds/f.Seconds, float64(r.ManagerWrites)/float64(max(f.ManagerWrites, 1))))
+	return nil
+}
+
 // maxProvisioning is mapi-scale's -max-provisioning: the MachineSet's limit.
 var maxProvisioning int
 
@@ -183,14 +209,16 @@ var maxInFlight = fleet.DefaultMaxInFlight
 var platformScenarios = map[string]bool{"mapi-scale": true, "migrate": true}
 
 var scenarios = map[string]func(n int) (result, error){
-	"mapi-scale":   mapiScale,
-	"capi-scale":   capiScale,
-	"capi-rollout": capiRollout,
-	"migrate":      migrateScale,
-	"sync-latency": syncLatency,
-	"mirror":       mirrorScale,
-	"capi-floor":   capiFloor,
-	"mapi-floor":   mapiFloor,
+	"mapi-scale":    mapiScale,
+	"capi-scale":    capiScale,
+	"capi-rollout":  capiRollout,
+	"migrate":       migrateScale,
+	"sync-latency":  syncLatency,
+	"mirror":        mirrorScale,
+	"capi-floor":    capiFloor,
+	"mapi-floor":    mapiFloor,
+	"mirror-floor":  mirrorFloor,
+	"migrate-floor": migrateFloor,
 }
 
 func usage() {

@@ -32,6 +32,8 @@ func TestScenariosSmall(t *testing.T) {
 	}{
 		{scenario: "mapi-floor", floorWrites: 6},
 		{scenario: "capi-floor", floorWrites: 9},
+		{scenario: "mirror-floor", floorWrites: 8},
+		{scenario: "migrate-floor", floorWrites: 13},
 		{scenario: "mapi-scale", queue: "machineapi-machineset adds="},
 		{scenario: "capi-scale", queue: "clusterapi-machineset adds="},
 	} {
