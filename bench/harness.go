@@ -146,7 +146,7 @@ func startEnvWith(o envOptions) (*env, error) {
 	kcfg.Wrap(countWrites(&e.kubeletWrite))
 	so := server.Options{StateDir: filepath.Join(dir, "cloud"), NoSync: true, KubeConfig: kcfg,
 		Kubelet: kubelet.Options{RenewInterval: renew, LeaseDuration: leaseDuration, StatusInterval: statusEvery},
-		Logger:  logr.Discard()}
+		Logger:  logr.Discard(), Delays: server.Delays{Pending: bootDelay}}
 	if o.ec2 {
 		so.EC2 = &ec2.Options{}
 	}

@@ -97,6 +97,7 @@ func main() {
 		strings.ReplaceAll(api.FaultSpecHelp, "\n", " "))
 	fs.BoolVar(&withFloor, "floor", true, "mapi-scale, capi-scale, mirror and migrate on sim: run the scenario's floor (the same writes sent by the benchmark, no manager) "+
 		"at the same N right after each run and print the ratio of the two")
+	fs.DurationVar(&bootDelay, "boot", 0, "how long the simulated cloud's instances stay pending before they run (0: they run at once; EC2's instances take about 10–30 s)")
 	fs.IntVar(&maxProvisioning, "max-provisioning", 0, "mapi-scale: the MachineSet's machina.dev/max-provisioning limit (0: none)")
 	_ = fs.Parse(args)
 	if (core != "machina" && core != "upstream") || (infraProvider != "sim" && infraProvider != "trivial") {
@@ -196,6 +197,9 @@ func againstFloor(r *result, floor string) error {
 		floor, f.Seconds, float64(f.ManagerWrites)/float64(f.N), r.Seconds/f.Seconds, float64(r.ManagerWrites)/float64(max(f.ManagerWrites, 1))))
 	return nil
 }
+
+// bootDelay is the -boot flag: the cloud's pending time.
+var bootDelay time.Duration
 
 // maxProvisioning is mapi-scale's -max-provisioning: the MachineSet's limit.
 var maxProvisioning int

@@ -47,8 +47,11 @@ const (
 
 // Requeue intervals.
 const (
-	// PendingRequeue is how soon a Machine whose instance is still booting is looked at again.
+	// PendingRequeue is how soon a Machine whose instance is still booting is first looked at
+	// again; then every MaxPendingRequeue (pendingLook).
 	PendingRequeue = 2 * time.Second
+	// MaxPendingRequeue is the wait between later looks at a booting instance.
+	MaxPendingRequeue = 20 * time.Second
 	// DrainRequeue is how soon a drain that is not finished is tried again.
 	DrainRequeue = 5 * time.Second
 	// DefaultResync re-checks a healthy Machine's instance, so one that vanishes behind the

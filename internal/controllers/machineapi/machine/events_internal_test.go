@@ -2,6 +2,7 @@ package machine
 
 import (
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +97,30 @@ func TestNodeHealthChanged(t *testing.T) {
 		tc.change(cur)
 		if got := nodeHealthChanged(old, cur); got != tc.changed {
 			t.Errorf("%s: nodeHealthChanged = %v, want %v", tc.what, got, tc.changed)
+		}
+	}
+}
+
+// A booting instance is looked at again PendingRequeue after its launch, then every
+// MaxPendingRequeue.
+func TestPendingLook(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	created := func(ago time.Duration) *machinev1beta1.Machine {
+		return &machinev1beta1.Machine{Status: machinev1beta1.MachineStatus{Conditions: []machinev1beta1.Condition{{
+			Type: machinev1beta1.MachineCreation, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}}}
+	}
+	for _, tc := range []struct {
+		m    *machinev1beta1.Machine
+		want time.Duration
+	}{
+		{&machinev1beta1.Machine{}, PendingRequeue},
+		{created(0), PendingRequeue},
+		{created(time.Second), PendingRequeue},
+		{created(3 * time.Second), MaxPendingRequeue},
+		{created(time.Minute), MaxPendingRequeue},
+	} {
+		if got := pendingLook(tc.m, now); got != tc.want {
+			t.Errorf("pendingLook(%v) = %v, want %v", tc.m.Status.Conditions, got, tc.want)
 		}
 	}
 }
