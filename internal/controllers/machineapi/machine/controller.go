@@ -143,7 +143,8 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 // ownEcho says whether a Machine update leaves everything this controller acts on as it was:
 // the spec but for the providerID, the metadata (labels, annotations, finalizers, owners,
 // deletion) but for the labels and annotation the actuators record the instance in
-// (outputLabels, InstanceStateAnnotation), and of the status the authority and the Node. The
+// (outputLabels, InstanceStateAnnotation), and of the status the authority, the Node and
+// the end of a pause (resumed). The
 // rest — providerID, instance labels and state, phase, conditions, addresses,
 // providerStatus — is this controller's own output: such an update is almost always its own
 // write coming back, and a pass for it cost an instance lookup (DescribeInstances on AWS)
@@ -154,6 +155,7 @@ func ownEcho(old, cur client.Object) bool {
 	if !ok1 || !ok2 || !o.DeletionTimestamp.Equal(c.DeletionTimestamp) || !slices.Equal(o.Finalizers, c.Finalizers) ||
 		!equality.Semantic.DeepEqual(o.OwnerReferences, c.OwnerReferences) ||
 		o.Status.AuthoritativeAPI != c.Status.AuthoritativeAPI || !equality.Semantic.DeepEqual(o.Status.NodeRef, c.Status.NodeRef) ||
+		resumed(o, c) ||
 		!equalBut(o.Labels, c.Labels, outputLabels...) || !equalBut(o.Annotations, c.Annotations, InstanceStateAnnotation) {
 		return false
 	}
@@ -163,6 +165,13 @@ func ownEcho(old, cur client.Object) bool {
 	os, cs := o.Spec, c.Spec // shallow copies: nothing below writes through them
 	os.ProviderID, cs.ProviderID = nil, nil
 	return equality.Semantic.DeepEqual(os, cs)
+}
+
+// resumed says whether the update ends the Machine's pause (Paused True, then not). A
+// resumed Machine's pass stores that and ends (the end of the pause is stored before
+// anything acts); the next pass, which acts, comes from that write.
+func resumed(old, cur *machinev1beta1.Machine) bool {
+	return mapicond.IsTrue(old.Status.Conditions, gate.PausedCondition) && !mapicond.IsTrue(cur.Status.Conditions, gate.PausedCondition)
 }
 
 // outputLabels are the Machine labels the actuators set from the instance they found.

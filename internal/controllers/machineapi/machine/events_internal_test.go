@@ -16,6 +16,11 @@ func TestStatusEcho(t *testing.T) {
 	base := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Generation: 2, Labels: map[string]string{"a": "b"},
 		Annotations: map[string]string{InstanceStateAnnotation: "running"}, Finalizers: []string{machinev1beta1.MachineFinalizer}},
 		Status: machinev1beta1.MachineStatus{AuthoritativeAPI: machinev1beta1.MachineAuthorityMachineAPI, Phase: ptr.To("Provisioned")}}
+	paused := base.DeepCopy()
+	paused.Status.Conditions = []machinev1beta1.Condition{{Type: "Paused", Status: corev1.ConditionTrue}}
+	if ownEcho(paused, base) {
+		t.Error("the end of a pause, stored by a resumed Machine's pass, brings no pass")
+	}
 	for _, tc := range []struct {
 		what   string
 		change func(*machinev1beta1.Machine)
@@ -32,6 +37,9 @@ func TestStatusEcho(t *testing.T) {
 		}, false},
 		{"Node", func(m *machinev1beta1.Machine) { m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "n"} }, false},
 		{"authority", func(m *machinev1beta1.Machine) { m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating }, false},
+		{"the first Paused=False", func(m *machinev1beta1.Machine) {
+			m.Status.Conditions = []machinev1beta1.Condition{{Type: "Paused", Status: corev1.ConditionFalse}}
+		}, true},
 		{"deletion", func(m *machinev1beta1.Machine) { m.DeletionTimestamp = ptr.To(metav1.Now()) }, false},
 		{"the actuator's record of the instance", func(m *machinev1beta1.Machine) {
 			m.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-0")
