@@ -135,15 +135,21 @@ func checkMirrorExceptions(t *testing.T, e *testenv.Env, ids map[string]client.C
 	for _, tc := range cases {
 		k := kind(tc.kind)
 		k.patches = map[string]string{tc.write: tc.patch}
-		got := send(ctx, tc.c, k, tc.write)
-		switch {
-		case tc.message == "" && !got.allowed:
-			t.Errorf("%s: %s; want allowed", tc.what, got)
-		case tc.message != "" && (got.allowed || got.by != "policy" || !strings.Contains(got.message, tc.message)):
-			t.Errorf("%s: %s; want denied by policy: %s", tc.what, got, tc.message)
-		default:
-			t.Logf("%s: %s", tc.what, got)
-		}
+		checkPolicyOutcome(t, tc.what, send(ctx, tc.c, k, tc.write), tc.message)
+	}
+}
+
+// checkPolicyOutcome checks one write's answer: allowed when message is "", else denied by
+// an admission policy with message.
+func checkPolicyOutcome(t *testing.T, what string, got outcome, message string) {
+	t.Helper()
+	switch {
+	case message == "" && !got.allowed:
+		t.Errorf("%s: %s; want allowed", what, got)
+	case message != "" && (got.allowed || got.by != "policy" || !strings.Contains(got.message, message)):
+		t.Errorf("%s: %s; want denied by policy: %s", what, got, message)
+	default:
+		t.Logf("%s: %s", what, got)
 	}
 }
 

@@ -38,7 +38,8 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		if _, ok := ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
 			return nil // an old MachineSet of a MachineDeployment: the new one makes up for it
 		}
-		n := r.creatable(ms, active, diff)
+		// A MachineDeployment's limit reaches its MachineSets with its other annotations.
+		n := provisioncap.ForSet(r.Recorder, ms, active, func(m *clusterv1.Machine) bool { return !m.Status.NodeRef.IsDefined() && !failed(m) }, diff)
 		if n == 0 {
 			return nil
 		}
@@ -77,26 +78,6 @@ func (r *Reconciler) scale(ctx context.Context, ms *clusterv1.MachineSet, machin
 		}
 	}
 	return nil
-}
-
-// creatable is how many of the missing Machines the scale-up creates now: all of them, or as
-// many as the set's provisioning limit (a MachineDeployment's reaches its MachineSets with
-// its other annotations) leaves room for beside its Machines that have no Node yet
-// (provisioncap). When a Machine gets its Node the set is reconciled again and creates the
-// next.
-func (r *Reconciler) creatable(ms *clusterv1.MachineSet, active []*clusterv1.Machine, missing int) int {
-	limit, err := provisioncap.Limit(ms.Annotations)
-	if err != nil {
-		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, provisioncap.InvalidReason, "%v; creating without a limit", err)
-		return missing
-	}
-	provisioning := 0
-	for _, m := range active {
-		if !m.Status.NodeRef.IsDefined() && !failed(m) {
-			provisioning++
-		}
-	}
-	return provisioncap.Creatable(missing, provisioning, limit)
 }
 
 // deletePriority ranks how strongly a Machine should go first on scale-down (lower goes

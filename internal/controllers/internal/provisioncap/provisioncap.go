@@ -11,6 +11,12 @@ package provisioncap
 import (
 	"fmt"
 	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/events"
 )
 
 // Annotation is the key of a MachineSet's limit, a positive integer.
@@ -30,6 +36,25 @@ func Limit(annotations map[string]string) (int, error) {
 		return 0, fmt.Errorf("metadata.annotations[%s]: Invalid value: %q: must be a positive integer (how many Machines may be provisioning at once)", Annotation, v)
 	}
 	return n, nil
+}
+
+// ForSet is how many of a set's missing Machines its scale-up creates now: all of them, or as
+// many as its limit leaves room for beside those of machines that are provisioning. When a
+// Machine gets its Node the set is reconciled again and creates the next. A limit that is
+// not a positive integer is reported on the set in a Warning event and ignored.
+func ForSet[M any](rec record.EventRecorder, set client.Object, machines []M, provisioning func(M) bool, missing int) int {
+	limit, err := Limit(set.GetAnnotations())
+	if err != nil {
+		events.Eventf(rec, set, corev1.EventTypeWarning, InvalidReason, "%v; creating without a limit", err)
+		return missing
+	}
+	n := 0
+	for _, m := range machines {
+		if provisioning(m) {
+			n++
+		}
+	}
+	return Creatable(missing, n, limit)
 }
 
 // Creatable is how many of the missing Machines may be created now when provisioning

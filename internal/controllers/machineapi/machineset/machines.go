@@ -108,7 +108,9 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 	key := client.ObjectKeyFromObject(ms)
 	switch diff := want - len(active); {
 	case diff > 0:
-		n := r.creatable(ms, active, diff)
+		n := provisioncap.ForSet(r.Recorder, ms, active, func(m *machinev1beta1.Machine) bool {
+			return m.Status.NodeRef == nil && ptr.Deref(m.Status.Phase, "") != machinev1beta1.PhaseFailed
+		}, diff)
 		if n == 0 {
 			return nil
 		}
@@ -138,25 +140,6 @@ func (r *Reconciler) scale(ctx context.Context, ms *machinev1beta1.MachineSet, m
 		events.Eventf(r.Recorder, ms, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted Machine(s) %s", strings.Join(names, ", "))
 	}
 	return nil
-}
-
-// creatable is how many of the missing Machines the scale-up creates now: all of them, or as
-// many as the set's provisioning limit leaves room for beside its Machines that have no Node
-// yet (provisioncap). When a Machine gets its Node the set is reconciled again and creates
-// the next.
-func (r *Reconciler) creatable(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machine, missing int) int {
-	limit, err := provisioncap.Limit(ms.Annotations)
-	if err != nil {
-		events.Eventf(r.Recorder, ms, corev1.EventTypeWarning, provisioncap.InvalidReason, "%v; creating without a limit", err)
-		return missing
-	}
-	provisioning := 0
-	for _, m := range active {
-		if m.Status.NodeRef == nil && ptr.Deref(m.Status.Phase, "") != machinev1beta1.PhaseFailed {
-			provisioning++
-		}
-	}
-	return provisioncap.Creatable(missing, provisioning, limit)
 }
 
 // createMachine creates one Machine from the template. Its authority follows the template:
