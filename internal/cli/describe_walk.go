@@ -6,9 +6,9 @@ import (
 	"sort"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 
 	"github.com/machina-dev/machina/internal/authority"
 	"github.com/machina-dev/machina/internal/mapicond"
@@ -165,7 +165,7 @@ func describeMachine(name string, s *snapshot) machineView {
 		}
 	}
 	if n, ok := s.nodes[node]; ok {
-		v.Node = &nodeView{Name: n.Name, Ready: nodeReady(n)}
+		v.Node = &nodeView{Name: n.Name, Ready: util.IsNodeReady(n)}
 	}
 	return v
 }
@@ -192,13 +192,4 @@ func ownerOf(refs []metav1OwnerReference, kind string) string {
 		}
 	}
 	return ""
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

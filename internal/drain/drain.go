@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -99,7 +100,7 @@ func DrainWith(ctx context.Context, c client.Client, reader client.Reader, nodeN
 	} else if err != nil {
 		return Result{}, err
 	}
-	res := Result{Unreachable: !nodeReady(&node)}
+	res := Result{Unreachable: !util.IsNodeReady(&node)}
 	if !node.Spec.Unschedulable {
 		patch := client.MergeFrom(node.DeepCopy())
 		node.Spec.Unschedulable = true
@@ -159,13 +160,4 @@ func skip(pod *corev1.Pod) bool {
 		return true
 	}
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/labels/format"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,7 +166,7 @@ func (r *Reconciler) reconcileNodes(ctx context.Context, mp *clusterv1.MachinePo
 		}
 		refs = append(refs, corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID})
 		found = append(found, n)
-		if nodeReady(n) {
+		if util.IsNodeReady(n) {
 			ready++
 		}
 	}
@@ -185,15 +186,6 @@ func setVersions(mp *clusterv1.MachinePool, hasMachines bool, machines []*cluste
 	case nodesRead:
 		mp.Status.Versions = versions.FromNodes(nodes)
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (r *Reconciler) setAvailable(mp *clusterv1.MachinePool) {

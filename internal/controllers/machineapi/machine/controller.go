@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,17 +128,8 @@ func nodeHealthChanged(old, cur client.Object) bool {
 	}
 	linked := o.Annotations[NodeMachineAnnotation]
 	return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-		nodeReady(o) == corev1.ConditionTrue && nodeReady(n) != corev1.ConditionTrue ||
+		util.IsNodeReady(o) && !util.IsNodeReady(n) ||
 		linked != "" && linked != n.Annotations[NodeMachineAnnotation]
-}
-
-func nodeReady(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
 }
 
 // ownEcho says whether a Machine update leaves everything this controller acts on as it was:
