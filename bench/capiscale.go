@@ -11,14 +11,11 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/cloud/ec2"
 )
 
 // capiScale scales a Cluster API MachineSet from 0 to n and waits until every Machine is
@@ -26,7 +23,11 @@ import (
 // points at the lab itself) is provisioned first. With MACHINA_DEBUG_WRITES=1 the manager
 // logs every write, and the row ends with the writes per Machine by resource.
 func capiScale(n int) (result, error) {
-	e, err := startEnv(capiScaleGroups())
+	p, err := capiPlatformFor(platform)
+	if err != nil {
+		return result{}, err
+	}
+	e, err := startEnvWith(envOptions{groups: capiScaleGroups(p.groups), ec2: p.ec2})
 	if err != nil {
 		return result{}, err
 	}
@@ -37,41 +38,14 @@ func capiScale(n int) (result, error) {
 		return result{}, err
 	}
 	ctx := context.Background()
-	const ns, name = "default", "bench"
-	kubeconfig, err := os.ReadFile(e.lab.KubeconfigPath)
+	ms, err := p.seed(ctx, e)
 	if err != nil {
 		return result{}, err
 	}
-	labels := map[string]string{"bench": "capi-scale"}
-	ms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: clusterv1.MachineSetSpec{ClusterName: name, Replicas: ptr.To[int32](0),
-			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
-				Spec: clusterv1.MachineSpec{ClusterName: name, FailureDomain: "sim-east-1a",
-					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bench-bootstrap")},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group,
-						Kind: "SimMachineTemplate", Name: name}}}}}
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-bootstrap", Namespace: ns},
-			Data: map[string][]byte{"value": []byte("#!/bin/sh\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
-		&infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
-				Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.small", Image: "sim-rhcos-9"}}}}},
-		ms,
+	if err := e.client.Create(ctx, ms); err != nil {
+		return result{}, err
 	}
-	for _, o := range objs {
-		if err := e.client.Create(ctx, o); err != nil {
-			return result{}, err
-		}
-	}
+	ns, name := ms.Namespace, ms.Spec.ClusterName
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
 		cl := &clusterv1.Cluster{}
 		if err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
@@ -96,9 +70,11 @@ func capiScale(n int) (result, error) {
 		return result{}, err
 	}
 
+	c0 := p.calls(e)
 	ph := e.startPhase()
 	x0 := extraWrites()
 	start := time.Now()
+	rate := sampleRate(func() int64 { return ec2.TotalCalls(p.calls(e)) })
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: int32(n)}}
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
@@ -128,6 +104,8 @@ func capiScale(n int) (result, error) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
+	mean, peak := rate()
+	cpu = append(cpu, fmt.Sprintf("%s per second: mean %.1f, peak %d (busiest second)", strings.TrimSuffix(p.callsLabel, "/M"), mean, peak))
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status settling) count too
 	w1, err := e.managerWrites()
 	if err != nil {
@@ -139,7 +117,8 @@ func capiScale(n int) (result, error) {
 	}
 	return result{N: n, Seconds: elapsed.Seconds(), ManagerWrites: w1 - w0, KubeletWrites: e.kubeletWrite.Load() - k0,
 		OtherWrites: extraWrites() - x0, APIServerCPU: apiCPU,
-		ManagerPeakRSSMiB: e.managerPeakRSS(), Extra: report(n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1), Lines: cpu}, nil
+		ManagerPeakRSSMiB: e.managerPeakRSS(), Lines: cpu,
+		Extra: report(n) + callsPerMachine(p.callsLabel, c0, p.calls(e), n) + writeBreakdown(e, logStart, n) + queueReport(q0, q1)}, nil
 }
 
 func logSize(e *env) int64 {

@@ -39,14 +39,7 @@ type mapiPlatform struct {
 func mapiPlatformFor(name string) (mapiPlatform, error) {
 	switch name {
 	case "sim":
-		return mapiPlatform{env: envOptions{groups: "machineapi,sim"}, machineSet: simMachineSet, callsLabel: "cloud API calls/M",
-			calls: func(e *env) map[string]int64 {
-				out := map[string]int64{}
-				for op, st := range e.cloud.Stats().Operations {
-					out[op] = st.Calls
-				}
-				return out
-			}}, nil
+		return mapiPlatform{env: envOptions{groups: "machineapi,sim"}, machineSet: simMachineSet, callsLabel: "cloud API calls/M", calls: simCalls}, nil
 	case "aws":
 		groups := "machineapi,aws"
 		if machineAPI == "upstream" {

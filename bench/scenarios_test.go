@@ -22,6 +22,7 @@ func TestScenariosSmall(t *testing.T) {
 	const n = 3
 	// Not parallel, so before the others: it sets the flags the scenarios read.
 	t.Run("compare mapi-scale aws", func(t *testing.T) { compareMachineAPI(t, n) })
+	t.Run("capi-scale aws", func(t *testing.T) { capiScaleAWS(t, n) })
 	for _, tc := range []struct {
 		scenario string
 		// floorWrites is the exact writes per Machine of a floor (no manager); 0 for a
@@ -87,5 +88,22 @@ func compareMachineAPI(t *testing.T, n int) {
 	}
 	if machineAPI != "machina" || auditWrites {
 		t.Errorf("compare left -machine-api %s, -audit %v", machineAPI, auditWrites)
+	}
+}
+
+// capiScaleAWS runs capi-scale on the AWS path: machina's Cluster API core with the upstream
+// CAPA controller as the provider, through the EC2 front; CAPA's EC2 calls are counted.
+func capiScaleAWS(t *testing.T, n int) {
+	platform = "aws"
+	defer func() { platform = "sim" }()
+	r, err := capiScale(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.N != n || r.ManagerWrites < int64(n) {
+		t.Errorf("N %d, %d writes of machina's core", r.N, r.ManagerWrites)
+	}
+	if !strings.Contains(r.Extra, "EC2 calls/M") {
+		t.Errorf("no EC2 calls: %s", r.Extra)
 	}
 }

@@ -34,14 +34,15 @@ var core = "machina"
 // shows what the core alone costs.
 var infraProvider = "sim"
 
-// capiScaleGroups is the manager's --controllers for capi-scale's -core and -provider.
-func capiScaleGroups() string {
+// capiScaleGroups is the manager's --controllers for capi-scale's -core, beside the
+// platform's groups.
+func capiScaleGroups(platformGroups string) string {
 	var groups []string
 	if core == "machina" {
 		groups = append(groups, "clusterapi")
 	}
-	if infraProvider == "sim" {
-		groups = append(groups, "sim")
+	if platformGroups != "" {
+		groups = append(groups, platformGroups)
 	}
 	return strings.Join(groups, ",")
 }

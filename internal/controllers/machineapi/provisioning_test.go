@@ -7,11 +7,11 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap/provisioncaptest"
 )
 
 // testMachineSetProvisioningLimit scales a MachineSet limited to two provisioning Machines
@@ -33,7 +33,12 @@ func testMachineSetProvisioningLimit(t *testing.T) {
 	}
 	defer w.Stop()
 	peak := make(chan int, 1)
-	go func() { peak <- peakProvisioning(w.ResultChan(), 6) }()
+	go func() {
+		p, _ := provisioncaptest.PeakProvisioning(w.ResultChan(), 6, func(m *machinev1beta1.Machine) bool {
+			return m.Status.NodeRef == nil && m.DeletionTimestamp.IsZero() && ptr.Deref(m.Status.Phase, "") != machinev1beta1.PhaseFailed
+		})
+		peak <- p
+	}()
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -56,36 +61,4 @@ func testMachineSetProvisioningLimit(t *testing.T) {
 	})
 	scaleTo(t, e, ms, 0)
 	waitRunning(t, e, ms, 0)
-}
-
-// peakProvisioning follows a watch of a set's Machines until `running` of them have a Node
-// and returns the largest number seen at once without one (neither being deleted nor Failed).
-func peakProvisioning(events <-chan watch.Event, running int) int {
-	provisioning := map[string]bool{}
-	peak := 0
-	for ev := range events {
-		m, ok := ev.Object.(*machinev1beta1.Machine)
-		if !ok {
-			continue
-		}
-		if ev.Type == watch.Deleted {
-			delete(provisioning, m.Name)
-		} else {
-			provisioning[m.Name] = m.Status.NodeRef == nil && m.DeletionTimestamp.IsZero() &&
-				ptr.Deref(m.Status.Phase, "") != machinev1beta1.PhaseFailed
-		}
-		now, up := 0, 0
-		for _, p := range provisioning {
-			if p {
-				now++
-			} else {
-				up++
-			}
-		}
-		peak = max(peak, now)
-		if up >= running {
-			return peak
-		}
-	}
-	return peak
 }

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/watch"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ct "github.com/machina-dev/machina/internal/controllers/clusterapi/internal/capitest"
 	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap"
+	"github.com/machina-dev/machina/internal/controllers/internal/provisioncap/provisioncaptest"
 )
 
 // testProvisioningLimit creates a MachineDeployment of five limited to two provisioning
@@ -32,7 +32,9 @@ func testProvisioningLimit(t *testing.T) {
 	}
 	defer w.Stop()
 	create(t, e, md)
-	peak, up := peakProvisioning(w.ResultChan(), 5)
+	peak, up := provisioncaptest.PeakProvisioning(w.ResultChan(), 5, func(m *clusterv1.Machine) bool {
+		return !m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero()
+	})
 	if up < 5 {
 		t.Fatalf("only %d of 5 Machines got a Node in time", up)
 	}
@@ -48,36 +50,4 @@ func testProvisioningLimit(t *testing.T) {
 			t.Errorf("MachineSet %s annotations %v: the limit did not reach it", ms.Name, ms.Annotations)
 		}
 	}
-}
-
-// peakProvisioning follows a watch of Machines until `running` of them have a Node (or the
-// watch ends) and returns the largest number seen at once without one (neither being deleted
-// nor failed) and how many had one at the end.
-func peakProvisioning(events <-chan watch.Event, running int) (peak, up int) {
-	provisioning := map[string]bool{}
-	for ev := range events {
-		m, ok := ev.Object.(*clusterv1.Machine)
-		if !ok {
-			continue
-		}
-		if ev.Type == watch.Deleted {
-			delete(provisioning, m.Name)
-		} else {
-			provisioning[m.Name] = !m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero()
-		}
-		now := 0
-		up = 0
-		for _, p := range provisioning {
-			if p {
-				now++
-			} else {
-				up++
-			}
-		}
-		peak = max(peak, now)
-		if up >= running {
-			return peak, up
-		}
-	}
-	return peak, up
 }
