@@ -3,11 +3,13 @@ package authority
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -62,23 +64,19 @@ func CheckMachineAPICRDs(ctx context.Context, r client.Reader) error {
 const crdReadPatience = 2 * time.Minute
 
 // getPatiently reads the CRD named name, trying again while the API server does not answer
-// (a refused or reset connection, a timeout, a 5xx) until ctx ends. An answer — found, not
-// found, forbidden — is returned at once.
+// (a refused or reset connection, a timeout, a 5xx) until ctx ends, and returns the last
+// read's error. An answer — found, not found, forbidden — is returned at once.
 func getPatiently(ctx context.Context, r client.Reader, name string, crd *apiextensionsv1.CustomResourceDefinition) error {
-	delay := 100 * time.Millisecond
-	for {
-		err := r.Get(ctx, client.ObjectKey{Name: name}, crd)
-		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
+	var err error
+	_ = patientBackoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		err = r.Get(ctx, client.ObjectKey{Name: name}, crd)
+		return err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), nil
+	})
+	return err
 }
+
+// patientBackoff spaces getPatiently's reads: 100 ms, doubling up to 5 s, then every 5 s.
+var patientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
 
 // missingFields lists the authority fields the CRD's served v1beta1 schema does not declare
 // (all of them when it serves no v1beta1).

@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"context"
+	"math"
 	"net/http"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -49,24 +52,30 @@ func newPatientMapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error
 }
 
 // patiently calls lookup until it succeeds, answers a "no match" no CRD contradicts, or
-// patience runs out.
+// patience runs out, and returns its last answer.
 func patiently[T any](p patientMapper, match crdMatch, lookup func() (T, error)) (T, error) {
-	deadline := time.Now().Add(p.patience)
-	delay := 100 * time.Millisecond
-	for logged := false; ; {
-		v, err := lookup()
-		if err == nil || !time.Now().Add(delay).Before(deadline) || p.final(err, match) {
-			return v, err
+	ctx, cancel := context.WithTimeout(context.Background(), p.patience)
+	defer cancel()
+	var v T
+	var err error
+	logged := false
+	_ = patientBackoff.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
+		v, err = lookup()
+		if err == nil || p.final(err, match) {
+			return true, nil
 		}
 		if !logged {
 			ctrl.Log.WithName("restmapper").Info("discovery did not answer, or does not yet list a kind an Established CRD serves; trying again",
 				"lookup", match.String(), "error", err.Error(), "for", p.patience)
 			logged = true
 		}
-		time.Sleep(delay)
-		delay = min(2*delay, 5*time.Second)
-	}
+		return false, nil
+	})
+	return v, err
 }
+
+// patientBackoff spaces a patient lookup's tries: 100 ms, doubling up to 5 s, then every 5 s.
+var patientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
 
 // final reports whether err is an answer rather than a failure to get one: a "no match" for a
 // kind no Established CRD serves. A CRD that cannot be read leaves it open.
