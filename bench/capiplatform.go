@@ -77,21 +77,10 @@ func simCAPISeed(ctx context.Context, e *env) (*clusterv1.MachineSet, error) {
 					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bench-bootstrap")},
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group,
 						Kind: "SimMachineTemplate", Name: name}}}}}
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-bootstrap", Namespace: ns},
-			Data: map[string][]byte{"value": []byte("#!/bin/sh\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
+	objs := append(simClusterObjects(ns, name, kubeconfig),
 		&infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
-				Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.small", Image: "sim-rhcos-9"}}}}},
-	}
+				Spec: infrav1.SimMachineSpec{InstanceSpec: infrav1.InstanceSpec{InstanceType: "s1.small", Image: "sim-rhcos-9"}}}}})
 	for _, o := range objs {
 		if err := e.client.Create(ctx, o); err != nil {
 			return nil, err
@@ -131,4 +120,22 @@ func awsCAPISeed(ctx context.Context, e *env) (*clusterv1.MachineSet, error) {
 		return nil, err
 	}
 	return out.MachineSet, nil
+}
+
+// simClusterObjects are a Cluster of machina's simulated provider named name: its
+// SimCluster, the kubeconfig Secret pointing at the lab itself and the bootstrap data Secret
+// bench-bootstrap its Machines name.
+func simClusterObjects(ns, name string, kubeconfig []byte) []client.Object {
+	return []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-bootstrap", Namespace: ns},
+			Data: map[string][]byte{"value": []byte("#!/bin/sh\n")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
+		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
+	}
 }

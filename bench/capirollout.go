@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/machina-dev/machina/api/infrastructure/v1alpha1"
-	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
 )
 
 // capiRollout brings a MachineDeployment of n Machines up, then changes its template and
@@ -75,17 +73,7 @@ func rolloutCluster(ctx context.Context, e *env, ns, name string) error {
 	if err != nil {
 		return err
 	}
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-bootstrap", Namespace: ns},
-			Data: map[string][]byte{"value": []byte("#!/bin/sh\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: remote.SecretName(name), Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}},
-		&infrav1.SimCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: infrav1.SimClusterSpec{Region: "sim-east-1"}},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "SimCluster", Name: name}}},
-	}
+	objs := simClusterObjects(ns, name, kubeconfig)
 	for suffix, instanceType := range map[string]string{"-a": "s1.small", "-b": "s1.medium"} {
 		objs = append(objs, &infrav1.SimMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: ns},
 			Spec: infrav1.SimMachineTemplateSpec{Template: infrav1.SimMachineTemplateResource{
