@@ -89,34 +89,32 @@ func simCAPISeed(ctx context.Context, e *env) (*clusterv1.MachineSet, error) {
 	return ms, nil
 }
 
-// awsCAPISeed is the AWS lab's OpenShift-style cluster with the upstream CAPA controller:
-// the externally managed AWSCluster and the Cluster, and a Cluster API MachineSet with its
+// awsCAPISeed is migrate's AWS cluster (awsSeed: the upstream CAPA controller, the
+// externally managed AWSCluster and the Cluster) with a Cluster API MachineSet and its
 // AWSMachineTemplate converted from one of the cluster's worker MachineSets (as the sync
 // would make them), whose bootstrap Secret holds the workers' Ignition user data.
 func awsCAPISeed(ctx context.Context, e *env) (*clusterv1.MachineSet, error) {
-	if err := startCAPA(ctx, e); err != nil {
-		return nil, err
-	}
 	kubeconfig, err := os.ReadFile(e.lab.KubeconfigPath)
 	if err != nil {
 		return nil, err
 	}
-	cl := demo.DefaultAWSCluster(mapiNS, capiNS, kubeconfig)
-	if err := demo.EnsureAWSClusterObjects(ctx, e.client, cl); err != nil {
+	workerSet, err := awsSeed(ctx, e, kubeconfig)
+	if err != nil {
 		return nil, err
 	}
 	cc, err := provider.Context(ctx, e.client, provider.AWS(), convert.Namespaces{MachineAPI: mapiNS, ClusterAPI: capiNS})
 	if err != nil {
 		return nil, err
 	}
-	out, _, errs := convert.ToClusterAPIMachineSet(cl.MachineSet(cl.Name+"-bench", cl.Zones[0], 0), cc)
+	clusterName := cc.ClusterName
+	out, _, errs := convert.ToClusterAPIMachineSet(workerSet(clusterName+"-bench", 0, 0), cc)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("converting the worker MachineSet: %w", errs.ToAggregate())
 	}
 	if err := e.client.Create(ctx, out.InfraMachineTemplate); err != nil {
 		return nil, err
 	}
-	if err := userdata.Ensure(ctx, e.client, mapiNS, capiNS, ptr.To(demo.UserDataSecret), cl.Name); err != nil {
+	if err := userdata.Ensure(ctx, e.client, mapiNS, capiNS, ptr.To(demo.UserDataSecret), clusterName); err != nil {
 		return nil, err
 	}
 	return out.MachineSet, nil
