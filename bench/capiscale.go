@@ -79,11 +79,10 @@ func capiScale(n int) (result, error) {
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
 	}
-	lastReport := time.Now()
-	for {
+	err = waitFor(fmt.Sprintf("%d Machines Running", n), scaleLimit(n), func() (int, error) {
 		var list clusterv1.MachineList
 		if err := e.watched.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return result{}, err
+			return 0, err
 		}
 		done := 0
 		for _, m := range list.Items {
@@ -91,17 +90,10 @@ func capiScale(n int) (result, error) {
 				done++
 			}
 		}
-		if done >= n {
-			break
-		}
-		if time.Since(lastReport) > 10*time.Second {
-			fmt.Fprintf(os.Stderr, "bench: %d/%d Machines Running after %s\n", done, n, time.Since(start).Round(time.Second))
-			lastReport = time.Now()
-		}
-		if time.Since(start) > 15*time.Minute {
-			return result{}, fmt.Errorf("only %d of %d Machines Running after 15 minutes", done, n)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return n - done, nil
+	})
+	if err != nil {
+		return result{}, err
 	}
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
 	mean, peak := rate()

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,7 +113,7 @@ func floorRun(n int, mix floorMix) (result, error) {
 		if err := eachMachine(ctx, n, func(ctx context.Context, i int) error { return mix.before(ctx, f, i) }); err != nil {
 			return result{}, err
 		}
-		if err := waitNodesReady(ctx, e.watched, n, time.Now()); err != nil {
+		if err := waitNodesReady(ctx, e.watched, n); err != nil {
 			return result{}, err
 		}
 	}
@@ -126,7 +124,7 @@ func floorRun(n int, mix floorMix) (result, error) {
 		return result{}, err
 	}
 	written := time.Since(start)
-	if err := waitNodesReady(ctx, e.watched, n, start); err != nil {
+	if err := waitNodesReady(ctx, e.watched, n); err != nil {
 		return result{}, err
 	}
 	elapsed, cpu := time.Since(start), ph.report(n)
@@ -160,12 +158,11 @@ func (f *floorEnv) watch(ctx context.Context, kinds []client.Object) error {
 }
 
 // waitNodesReady waits until n Nodes report Ready, reporting progress.
-func waitNodesReady(ctx context.Context, c client.Reader, n int, start time.Time) error {
-	lastReport := time.Now()
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+func waitNodesReady(ctx context.Context, c client.Reader, n int) error {
+	return waitFor(fmt.Sprintf("%d Nodes Ready", n), scaleLimit(n), func() (int, error) {
 		var nodes corev1.NodeList
 		if err := c.List(ctx, &nodes); err != nil {
-			return false, err
+			return 0, err
 		}
 		ready := 0
 		for _, node := range nodes.Items {
@@ -175,10 +172,6 @@ func waitNodesReady(ctx context.Context, c client.Reader, n int, start time.Time
 				}
 			}
 		}
-		if time.Since(lastReport) > 10*time.Second {
-			fmt.Fprintf(os.Stderr, "bench: %d/%d Nodes Ready after %s\n", ready, n, time.Since(start).Round(time.Second))
-			lastReport = time.Now()
-		}
-		return ready >= n, nil
+		return n - ready, nil
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,7 +126,7 @@ func mapiScale(n int) (result, error) {
 	if err := e.client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err != nil {
 		return result{}, err
 	}
-	if err := waitMachinesUp(ctx, e.watched, ms.Namespace, n, start); err != nil {
+	if err := waitMachinesUp(ctx, e.watched, ms.Namespace, n); err != nil {
 		return result{}, err
 	}
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
@@ -174,12 +173,11 @@ func auditedWrites(e *env, r *result, start time.Time) error {
 
 // waitMachinesUp waits until n Machines in ns are Running with a nodeRef, reporting progress;
 // a Failed Machine ends the wait.
-func waitMachinesUp(ctx context.Context, c client.Reader, ns string, n int, start time.Time) error {
-	lastReport := time.Now()
-	for {
+func waitMachinesUp(ctx context.Context, c client.Reader, ns string, n int) error {
+	return waitFor(fmt.Sprintf("%d Machines Running", n), scaleLimit(n), func() (int, error) {
 		var list machinev1beta1.MachineList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return err
+			return 0, err
 		}
 		done := 0
 		for _, m := range list.Items {
@@ -187,21 +185,11 @@ func waitMachinesUp(ctx context.Context, c client.Reader, ns string, n int, star
 			case ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil:
 				done++
 			case ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseFailed:
-				return fmt.Errorf("machine %s Failed: %s", m.Name, ptr.Deref(m.Status.ErrorMessage, ""))
+				return 0, fmt.Errorf("machine %s Failed: %s", m.Name, ptr.Deref(m.Status.ErrorMessage, ""))
 			}
 		}
-		if done >= n {
-			return nil
-		}
-		if time.Since(lastReport) > 10*time.Second {
-			fmt.Fprintf(os.Stderr, "bench: %d/%d Machines Running after %s\n", done, n, time.Since(start).Round(time.Second))
-			lastReport = time.Now()
-		}
-		if time.Since(start) > 15*time.Minute {
-			return fmt.Errorf("only %d of %d Machines Running after 15 minutes", done, n)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return n - done, nil
+	})
 }
 
 // callsPerMachine describes the calls between before and after per Machine: the total and

@@ -81,7 +81,7 @@ func createWorkload(e *env, p migratePlatform, n int) ([]string, error) {
 func waitMirrored(e *env, n int) error {
 	ctx := context.Background()
 	start := time.Now()
-	err := waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), 20*time.Minute, func() (int, error) {
+	err := waitFor(fmt.Sprintf("%d Machines Running and mirrored", n), scaleLimit(n), func() (int, error) {
 		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
 			return ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && synchronized(m.Status.Conditions) &&
 				m.Status.SynchronizedGeneration == m.Generation
@@ -100,6 +100,13 @@ func synchronized(conds []machinev1beta1.Condition) bool {
 		}
 	}
 	return false
+}
+
+// scaleLimit is how long a wait for n Machines may take: 20 minutes a thousand, started or
+// not, so a run at Kubernetes' 5,000-Node limit on a small box is given its time while a stuck
+// one still ends.
+func scaleLimit(n int) time.Duration {
+	return time.Duration(max(1, (n+999)/1000)) * 20 * time.Minute
 }
 
 // waitFor polls left() until it reports nothing left, with progress every 10 seconds.
@@ -225,14 +232,14 @@ func migrateWithCLI(ctx context.Context, e *env, start time.Time) (lastRequest t
 // ClusterAPI, then for p's takeover if it has one; it returns how long after start each was
 // reached (both the first when there is no takeover).
 func waitMigrated(ctx context.Context, e *env, p migratePlatform, n int, start time.Time) (authority, takeover time.Duration, err error) {
-	if err := waitFor("migrations to ClusterAPI", 20*time.Minute, func() (int, error) { return authorityLeft(ctx, e.watched) }); err != nil {
+	if err := waitFor("migrations to ClusterAPI", scaleLimit(n), func() (int, error) { return authorityLeft(ctx, e.watched) }); err != nil {
 		return 0, 0, err
 	}
 	authority = time.Since(start)
 	if p.takeover == nil {
 		return authority, authority, nil
 	}
-	if err := waitFor(p.takeoverWhat, 20*time.Minute, func() (int, error) { return p.takeover(ctx, e, n) }); err != nil {
+	if err := waitFor(p.takeoverWhat, scaleLimit(n), func() (int, error) { return p.takeover(ctx, e, n) }); err != nil {
 		return 0, 0, err
 	}
 	return authority, time.Since(start), nil

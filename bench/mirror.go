@@ -32,7 +32,7 @@ func mirrorScale(n int) (result, error) {
 		return result{}, err
 	}
 	ctx := context.Background()
-	if err := waitFor(fmt.Sprintf("%d Machines Running", n), 20*time.Minute, func() (int, error) {
+	if err := waitFor(fmt.Sprintf("%d Machines Running", n), scaleLimit(n), func() (int, error) {
 		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
 			return ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil
 		})
@@ -48,7 +48,7 @@ func mirrorScale(n int) (result, error) {
 		return result{}, err
 	}
 	started := time.Since(start)
-	if err := waitFor(fmt.Sprintf("%d Machines mirrored", n), 20*time.Minute, func() (int, error) {
+	if err := waitFor(fmt.Sprintf("%d Machines mirrored", n), scaleLimit(n), func() (int, error) {
 		return machinesLeft(ctx, e.watched, n, func(m *machinev1beta1.Machine) bool {
 			return synchronized(m.Status.Conditions) && m.Status.SynchronizedGeneration == m.Generation
 		})

@@ -48,3 +48,39 @@ func TestSooner(t *testing.T) {
 		}
 	}
 }
+
+// A clone whose readiness the Machine controller has reported exists and is not read again;
+// one reported missing, failing to be read, or not reported yet is.
+func TestUnconfirmedClones(t *testing.T) {
+	cond := func(typ, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason}
+	}
+	infra := func(reason string) metav1.Condition {
+		return cond(clusterv1.MachineInfrastructureReadyCondition, reason)
+	}
+	boot := func(reason string) metav1.Condition {
+		return cond(clusterv1.MachineBootstrapConfigReadyCondition, reason)
+	}
+	for name, tc := range map[string]struct {
+		withConfig bool
+		conditions []metav1.Condition
+		want       clones
+	}{
+		"nothing reported":             {true, nil, clones{infra: true, boot: true}},
+		"no bootstrap config":          {false, nil, clones{infra: true}},
+		"both not ready yet":           {true, []metav1.Condition{infra(clusterv1.MachineInfrastructureNotReadyReason), boot(clusterv1.MachineBootstrapConfigNotReadyReason)}, clones{}},
+		"InfraMachine does not exist":  {true, []metav1.Condition{infra(clusterv1.MachineInfrastructureDoesNotExistReason), boot(clusterv1.MachineBootstrapConfigNotReadyReason)}, clones{infra: true}},
+		"InfraMachine unreadable":      {false, []metav1.Condition{infra(clusterv1.MachineInfrastructureInternalErrorReason)}, clones{infra: true}},
+		"bootstrap config missing":     {true, []metav1.Condition{infra(clusterv1.MachineInfrastructureNotReadyReason), boot(clusterv1.MachineBootstrapConfigDoesNotExistReason)}, clones{boot: true}},
+		"condition without a reason":   {false, []metav1.Condition{infra("")}, clones{infra: true}},
+		"bootstrap data provided only": {true, []metav1.Condition{boot(clusterv1.MachineBootstrapDataSecretProvidedReason)}, clones{infra: true}},
+	} {
+		m := &clusterv1.Machine{Status: clusterv1.MachineStatus{Conditions: tc.conditions}}
+		if tc.withConfig {
+			m.Spec.Bootstrap.ConfigRef = clusterv1.ContractVersionedObjectReference{APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: "m"}
+		}
+		if got := unconfirmedClones(m); got != tc.want {
+			t.Errorf("%s: unconfirmedClones = %+v, want %+v", name, got, tc.want)
+		}
+	}
+}
