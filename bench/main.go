@@ -132,18 +132,29 @@ func main() {
 	floor, hasFloor := floors[scenario]
 	hasFloor = hasFloor && withFloor && platform == "sim" && core == "machina" && infraProvider == "sim"
 	var rows []result
+	code := 0
 	for _, n := range sizes {
 		r, err := run(n)
-		if err == nil && hasFloor {
-			err = againstFloor(&r, floor)
-		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s -n %d: %v\n", scenario, n, err)
 			os.Exit(1)
 		}
+		if hasFloor {
+			// The run's figures stand whether or not its floor completes: at a size the box
+			// cannot hold (5,000 Nodes renewing Leases every 10 s on two cores) the floor's
+			// Nodes can fall NotReady faster than it brings them up.
+			fmt.Fprintf(os.Stderr, "bench: %s -n %d: %.1f s, %.2f writes per Machine; now its floor\n", scenario, n, r.Seconds,
+				float64(r.ManagerWrites)/float64(r.N))
+			if err := againstFloor(&r, floor); err != nil {
+				fmt.Fprintf(os.Stderr, "bench %s -n %d: %v\n", scenario, n, err)
+				r.Lines = append(r.Lines, fmt.Sprintf("floor (%s): did not complete: %v", floor, err))
+				code = 1
+			}
+		}
 		rows = append(rows, r)
 	}
 	printTable(scenario, rows)
+	os.Exit(code)
 }
 
 // heartbeat is the -heartbeat flag: the simulated kubelets' Lease renewal interval. The soak

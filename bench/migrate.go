@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,9 +110,16 @@ func scaleLimit(n int) time.Duration {
 	return time.Duration(max(1, (n+999)/1000)) * 20 * time.Minute
 }
 
-// waitFor polls left() until it reports nothing left, with progress every 10 seconds.
+// stallLimit is how long a wait goes on without reaching a new low of what is left: a run
+// the box cannot hold (its Nodes falling NotReady as fast as others come up) ends there
+// rather than at its scaleLimit.
+const stallLimit = 5 * time.Minute
+
+// waitFor polls left() until it reports nothing left, with progress every 10 seconds. It
+// gives up after timeout, or after stallLimit without a new low.
 func waitFor(what string, timeout time.Duration, left func() (int, error)) error {
 	start, last := time.Now(), time.Now()
+	low, lowAt := math.MaxInt, start
 	for {
 		n, err := left()
 		if err != nil {
@@ -120,12 +128,18 @@ func waitFor(what string, timeout time.Duration, left func() (int, error)) error
 		if n <= 0 {
 			return nil
 		}
+		if n < low {
+			low, lowAt = n, time.Now()
+		}
 		if time.Since(last) > 10*time.Second {
 			fmt.Fprintf(os.Stderr, "bench: waiting for %s: %d left after %s\n", what, n, time.Since(start).Round(time.Second))
 			last = time.Now()
 		}
-		if time.Since(start) > timeout {
+		switch {
+		case time.Since(start) > timeout:
 			return fmt.Errorf("%s: %d left after %s", what, n, timeout)
+		case time.Since(lowAt) > stallLimit:
+			return fmt.Errorf("%s: %d left after %s, none fewer than %d for %s", what, n, time.Since(start).Round(time.Second), low, stallLimit)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
