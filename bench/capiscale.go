@@ -97,7 +97,9 @@ func capiScale(n int) (result, error) {
 	}
 	elapsed, cpu, apiCPU := time.Since(start), ph.report(n), ph.cpuSeconds("kube-apiserver")
 	mean, peak := rate()
-	cpu = append(cpu, fmt.Sprintf("%s per second: mean %.1f, peak %d (busiest second)", strings.TrimSuffix(p.callsLabel, "/M"), mean, peak))
+	if peak > 0 {
+		cpu = append(cpu, fmt.Sprintf("%s per second: mean %.1f, peak %d (busiest second)", strings.TrimSuffix(p.callsLabel, "/M"), mean, peak))
+	}
 	time.Sleep(2 * time.Second) // writes that follow the last Running (status settling) count too
 	w1, err := e.managerWrites()
 	if err != nil {

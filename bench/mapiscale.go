@@ -207,6 +207,9 @@ func callsPerMachine(label string, before, after map[string]int64, n int) string
 			total += d
 		}
 	}
+	if total == 0 {
+		return label + " 0 (no cloud calls)"
+	}
 	slices.SortStableFunc(ops, func(a, b op) int { return cmp.Compare(b.calls, a.calls) })
 	var parts []string
 	for _, o := range ops[:min(len(ops), 5)] {

@@ -318,9 +318,13 @@ func syncLatency(n int) (result, error) {
 	// The last Machines are mirrored while the manager still works through the bring-up's
 	// tail (status, counts); the latency is measured among mirrored Machines, so the changes
 	// start once its queues are empty.
+	// At thousands of Machines their resyncs alone keep some queue busy: past the limit the
+	// changes start anyway, and the row says so.
 	settled := time.Now()
+	quiet := "every queue of the manager was empty for 2s"
 	if err := e.waitQueuesEmpty(2*time.Second, 2*time.Minute); err != nil {
-		return result{}, err
+		fmt.Fprintf(os.Stderr, "bench: %v; measuring with them busy\n", err)
+		quiet = "the changes started with the manager's queues still busy"
 	}
 	settle := time.Since(settled)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -441,8 +445,8 @@ func syncLatency(n int) (result, error) {
 			"the apiserver's time to store each change: p50 %s, p99 %s",
 			len(latencies), pct(latencies, 0.5), pct(latencies, 0.99), pct(latencies, 1), samples, pct(writes, 0.5), pct(writes, 0.99)) +
 			writeBreakdown(e, logStart, samples) + queueReport(q0, q1) + "\n  slowest: " + strings.Join(worst, "; ") +
-			fmt.Sprintf("\n  bring-up (lab included; %d Machines created, Running and mirrored with every group on): %s, %.2f manager writes per Machine; then %s until every queue of the manager was empty for 2s",
-				n, bringUp.Round(time.Second), float64(w0)/float64(n), settle.Round(100*time.Millisecond)) + bringUpLog}, nil
+			fmt.Sprintf("\n  bring-up (lab included; %d Machines created, Running and mirrored with every group on): %s, %.2f manager writes per Machine; then %s until %s",
+				n, bringUp.Round(time.Second), float64(w0)/float64(n), settle.Round(100*time.Millisecond), quiet) + bringUpLog}, nil
 }
 
 // instanceCount is how many cloud instances are pending or running.

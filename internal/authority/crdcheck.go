@@ -3,14 +3,14 @@ package authority
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // authorityFields are the Machine API fields the sync and migration write on Machines and
@@ -68,15 +68,12 @@ const crdReadPatience = 2 * time.Minute
 // read's error. An answer — found, not found, forbidden — is returned at once.
 func getPatiently(ctx context.Context, r client.Reader, name string, crd *apiextensionsv1.CustomResourceDefinition) error {
 	var err error
-	_ = patientBackoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+	_ = requeue.Patient().DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		err = r.Get(ctx, client.ObjectKey{Name: name}, crd)
 		return err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), nil
 	})
 	return err
 }
-
-// patientBackoff spaces getPatiently's reads: 100 ms, doubling up to 5 s, then every 5 s.
-var patientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
 
 // missingFields lists the authority fields the CRD's served v1beta1 schema does not declare
 // (all of them when it serves no v1beta1).

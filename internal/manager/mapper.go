@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"time"
 
@@ -10,10 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // MappingPatience is how long a REST mapping waits for an API server that does not answer
@@ -59,7 +59,7 @@ func patiently[T any](p patientMapper, match crdMatch, lookup func() (T, error))
 	var v T
 	var err error
 	logged := false
-	_ = patientBackoff.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
+	_ = requeue.Patient().DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
 		v, err = lookup()
 		if err == nil || p.final(err, match) {
 			return true, nil
@@ -73,9 +73,6 @@ func patiently[T any](p patientMapper, match crdMatch, lookup func() (T, error))
 	})
 	return v, err
 }
-
-// patientBackoff spaces a patient lookup's tries: 100 ms, doubling up to 5 s, then every 5 s.
-var patientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
 
 // final reports whether err is an answer rather than a failure to get one: a "no match" for a
 // kind no Established CRD serves. A CRD that cannot be read leaves it open.

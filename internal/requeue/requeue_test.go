@@ -1,6 +1,7 @@
 package requeue_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -41,5 +42,24 @@ func TestJittered(t *testing.T) {
 	}
 	if got := requeue.Jittered(0, 0); got != 0 {
 		t.Errorf("Jittered(0, 0) = %v, want 0", got)
+	}
+}
+
+// A patient wait asks again after 100 ms, doubling to 5 s, and then every 5 s without end.
+func TestPatient(t *testing.T) {
+	b := requeue.Patient()
+	var got []time.Duration
+	for range 9 {
+		got = append(got, b.Step())
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second, 5 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("delays %v, want %v", got, want)
+	}
+	for range 1000 {
+		if d := b.Step(); d != 5*time.Second {
+			t.Fatalf("a later delay is %v, want 5s for as long as the wait lasts", d)
+		}
 	}
 }
