@@ -143,8 +143,6 @@ func main() {
 			// The run's figures stand whether or not its floor completes: at a size the box
 			// cannot hold (5,000 Nodes renewing Leases every 10 s on two cores) the floor's
 			// Nodes can fall NotReady faster than it brings them up.
-			fmt.Fprintf(os.Stderr, "bench: %s -n %d: %.1f s, %.2f writes per Machine; now its floor\n", scenario, n, r.Seconds,
-				float64(r.ManagerWrites)/float64(r.N))
 			if err := againstFloor(&r, floor); err != nil {
 				fmt.Fprintf(os.Stderr, "bench %s -n %d: %v\n", scenario, n, err)
 				r.Lines = append(r.Lines, fmt.Sprintf("floor (%s): did not complete: %v", floor, err))
@@ -201,7 +199,8 @@ var floors = map[string]string{"mapi-scale": "mapi-floor", "capi-scale": "capi-f
 // againstFloor runs floor at r's N and adds to r a line with the floor's figures and r's
 // ratio to them: seconds and writes per Machine, measured in the same sitting.
 func againstFloor(r *result, floor string) error {
-	fmt.Fprintf(os.Stderr, "bench: %s -n %d, for the ratio\n", floor, r.N)
+	fmt.Fprintf(os.Stderr, "bench: this run %.1f s, %.2f writes per Machine; now %s -n %d, for the ratio\n",
+		r.Seconds, float64(r.ManagerWrites)/float64(r.N), floor, r.N)
 	f, err := scenarios[floor](r.N)
 	if err != nil {
 		return fmt.Errorf("%s: %w", floor, err)

@@ -317,9 +317,8 @@ func syncLatency(n int) (result, error) {
 	bringUp := time.Since(start)
 	// The last Machines are mirrored while the manager still works through the bring-up's
 	// tail (status, counts); the latency is measured among mirrored Machines, so the changes
-	// start once its queues are empty.
-	// At thousands of Machines their resyncs alone keep some queue busy: past the limit the
-	// changes start anyway, and the row says so.
+	// start once its queues are empty — or, at thousands of Machines, whose resyncs alone keep
+	// some queue busy, after the limit, and the row says so.
 	settled := time.Now()
 	quiet := "every queue of the manager was empty for 2s"
 	if err := e.waitQueuesEmpty(2*time.Second, 2*time.Minute); err != nil {

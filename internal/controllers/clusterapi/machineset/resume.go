@@ -97,8 +97,11 @@ func (r *Reconciler) finishCreations(ctx context.Context, ms *clusterv1.MachineS
 	var next time.Duration
 	var errs []error
 	for i, m := range machines {
+		if !awaitsClones(m) {
+			continue
+		}
 		want := unconfirmedClones(m)
-		if !awaitsClones(m) || !want.any() {
+		if !want.any() {
 			continue
 		}
 		current := m.Annotations[TemplateHashAnnotation] == hash
