@@ -405,6 +405,7 @@ func (c *checker) unsettled(s *snapshot, final bool) []string {
 	}
 	c.settledMachines(s, add)
 	c.settledSets(s, add)
+	c.settledActive(s, add)
 	for name, h := range s.mapiH {
 		c.rep.checked(invSynced, 1)
 		_, status := mhcAuthority(h)
@@ -419,6 +420,32 @@ func (c *checker) unsettled(s *snapshot, final bool) []string {
 	}
 	return out
 }
+
+// settledActive checks that once the soak settles each pair's authoritative side can act: a
+// Cluster API copy still paused under ClusterAPI authority leaves the pair with no active
+// side (both paused), which the counting checks see only as a MachineSet short of Machines.
+func (c *checker) settledActive(s *snapshot, add func(inv, format string, args ...any)) {
+	const msg = "%s %s: status authority ClusterAPI while its Cluster API copy is paused: neither side acts"
+	capi := string(machinev1beta1.MachineAuthorityClusterAPI)
+	c.rep.checked(invActive, len(s.mapiM)+len(s.mapiS)+len(s.mapiH))
+	for name, m := range s.mapiM {
+		if string(m.Status.AuthoritativeAPI) == capi && pausedCopy(nilIfAbsent(s.capiM2, name)) {
+			add(invActive, msg, "Machine", name)
+		}
+	}
+	for name, m := range s.mapiS {
+		if string(m.Status.AuthoritativeAPI) == capi && pausedCopy(nilIfAbsent(s.capiS2, name)) {
+			add(invActive, msg, "MachineSet", name)
+		}
+	}
+	for name, h := range s.mapiH {
+		if _, status := mhcAuthority(h); status == capi && pausedCopy(nilIfAbsent(s.capiH2, name)) {
+			add(invActive, msg, "MachineHealthCheck", name)
+		}
+	}
+}
+
+func pausedCopy(o client.Object) bool { return o != nil && capiPaused(o) }
 
 func synchronizedTrue(conds []machinev1beta1.Condition) bool {
 	for _, c := range conds {

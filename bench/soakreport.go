@@ -14,7 +14,7 @@ import (
 // The soak's invariants, in the order they are reported.
 const (
 	invInstances   = "one instance per Machine pair (no duplicate, no leak, none missing)"
-	invActive      = "at most one active side per pair"
+	invActive      = "one active side per pair (never both; the authoritative one at the end)"
 	invTerminating = "nothing Terminating longer than 60s (180s under the upstream controllers)"
 	invPending     = "no migration pending longer than 120s after faults stop"
 	invSynced      = "every pair ends Synchronized with matching specs"

@@ -66,6 +66,8 @@ type subject interface {
 	hasCAPI() bool
 	// pauseCAPI sets or clears the paused annotation on the Cluster API copies.
 	pauseCAPI(ctx context.Context, c client.Client, paused bool) error
+	// capiCopies are the loaded Cluster API copies pauseCAPI writes (nil ones included).
+	capiCopies() []client.Object
 	// paused reports whether the side's controller acknowledged the pause (Paused=True).
 	paused(side machinev1beta1.MachineAuthority) (bool, string)
 	// moveFinalizers makes the controller finalizers follow authority to side `to`; it
@@ -75,7 +77,9 @@ type subject interface {
 
 // engine runs the handover steps for any subject.
 type engine struct {
-	client   client.Client
+	client client.Client
+	// live reads from the API server, not the cache (rollback's reads of the copies).
+	live     client.Reader
 	recorder record.EventRecorder
 	pending  *pendingMetric
 }
@@ -236,7 +240,16 @@ func (e *engine) activateCAPI(ctx context.Context, s subject) error {
 // the Machine API, the Cluster API copies may already have been unpaused (the handover's
 // last steps): they are paused again, and their controllers must say so, before the
 // finalizers move back — only one side may act at a time.
+//
+// The copies are read from the API server first. A pass that worked from the request before
+// it was taken back may have paused or unpaused them moments ago, and the cache may not show
+// that write yet: acting on the older copy, the rollback would see nothing to undo, leaving
+// both sides paused (going back to the Cluster API: bench soak seed 3) or an unpaused copy
+// taken for a paused one (going back to the Machine API).
 func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.MachineAuthority) (ctrl.Result, error) {
+	if err := e.readLive(ctx, s.capiCopies()); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := s.pauseCAPI(ctx, e.client, to == machinev1beta1.MachineAuthorityMachineAPI); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -259,6 +272,20 @@ func (e *engine) rollback(ctx context.Context, s subject, to machinev1beta1.Mach
 	e.event(s.mapiObject(), corev1.EventTypeNormal, RolledBackReason, "Migration cancelled; %s stays authoritative", to)
 	e.pending.done(s.mapiObject())
 	return ctrl.Result{}, nil
+}
+
+// readLive reads each copy again from the API server, in place; a gone copy keeps what was
+// read before (writing it then finds it gone, which is nothing to do).
+func (e *engine) readLive(ctx context.Context, copies []client.Object) error {
+	for _, o := range copies {
+		if isNil(o) {
+			continue
+		}
+		if err := client.IgnoreNotFound(e.live.Get(ctx, client.ObjectKeyFromObject(o), o)); err != nil {
+			return fmt.Errorf("reading the Cluster API copies from the API server: %w", err)
+		}
+	}
+	return nil
 }
 
 // acknowledged reports whether every controller of the side has acknowledged its pause: the

@@ -42,6 +42,7 @@ func NewMachineReconciler(c client.Client, ns authority.Namespaces, providers *p
 // SetupWithManager watches both copies (the Cluster API Machine's Paused condition moves the
 // handover on).
 func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machine").
 		Watches(&machinev1beta1.Machine{}, pairwatch.EnqueueSelf(), pairwatch.InNamespace(r.Namespaces.MachineAPI), whileOpen()).
@@ -155,6 +156,8 @@ func (s *machineSubject) pauseCAPI(ctx context.Context, c client.Client, paused 
 	}
 	return setPaused(ctx, c, s.capi, false, clusterv1.MachineFinalizer)
 }
+
+func (s *machineSubject) capiCopies() []client.Object { return []client.Object{s.capi, s.infra} }
 
 func (s *machineSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
 	if side == machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {

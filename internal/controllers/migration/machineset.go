@@ -39,6 +39,7 @@ func NewMachineSetReconciler(c client.Client, ns authority.Namespaces, providers
 
 // SetupWithManager watches both copies.
 func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	for _, o := range []client.Object{&machinev1beta1.Machine{}, &clusterv1.Machine{}} {
 		if err := ownedby.Index(context.Background(), mgr.GetFieldIndexer(), o); err != nil {
 			return err
@@ -177,13 +178,15 @@ func (s *machineSetSubject) setAuthority(ctx context.Context, c client.Client, c
 }
 
 func (s *machineSetSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
-	for _, o := range []client.Object{s.capi, s.tmpl} {
+	for _, o := range s.capiCopies() {
 		if err := setPaused(ctx, c, o, paused, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+func (s *machineSetSubject) capiCopies() []client.Object { return []client.Object{s.capi, s.tmpl} }
 
 func (s *machineSetSubject) paused(side machinev1beta1.MachineAuthority) (bool, string) {
 	if side == machinev1beta1.MachineAuthorityMachineAPI || s.capi == nil {

@@ -40,6 +40,7 @@ func NewMachineHealthCheckReconciler(c client.Client, ns authority.Namespaces, r
 // SetupWithManager watches both copies (the Cluster API copy's Paused condition moves the
 // handover on).
 func (r *MachineHealthCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("migration-machinehealthcheck").
 		Watches(&machinev1beta1.MachineHealthCheck{}, pairwatch.EnqueueSelf(), pairwatch.InNamespace(r.Namespaces.MachineAPI)).
@@ -152,6 +153,8 @@ func (s *mhcSubject) setAuthority(ctx context.Context, c client.Client, current,
 	}
 	return patch.Store(ctx, c, s.mapi, base)
 }
+
+func (s *mhcSubject) capiCopies() []client.Object { return []client.Object{s.capi} }
 
 func (s *mhcSubject) pauseCAPI(ctx context.Context, c client.Client, paused bool) error {
 	if s.capi == nil {
