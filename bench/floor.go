@@ -55,6 +55,9 @@ type floorEnv struct {
 	owner metav1.OwnerReference
 	// state holds what a mix's before step left of Machine i for its timed writes.
 	state []any
+	// later runs a Machine's writes that wait for something (its Node) without holding a
+	// worker; the writes are done when it is.
+	later errgroup.Group
 }
 
 // launch starts Machine i's instance the way the providers do (a client token per
@@ -121,6 +124,9 @@ func floorRun(n int, mix floorMix) (result, error) {
 	ph := e.startPhase()
 	start := time.Now()
 	if err := eachMachine(ctx, n, func(ctx context.Context, i int) error { return mix.machine(ctx, f, i) }); err != nil {
+		return result{}, err
+	}
+	if err := f.later.Wait(); err != nil {
 		return result{}, err
 	}
 	written := time.Since(start)
