@@ -55,7 +55,10 @@ const (
 
 // Reconciler reconciles cluster.x-k8s.io Clusters.
 type Reconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads from the API server an InfraCluster the cache does not hold yet
+	// (external.Watcher.Get). It defaults to the manager's API reader.
+	Reader   client.Reader
 	Resolver *external.Resolver
 	Recorder record.EventRecorder
 	Resync   time.Duration
@@ -77,6 +80,9 @@ type Reconciler struct {
 // bring their Cluster back when they change, so deletion moves on as soon as they are gone.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.writes.Interval = StatusInterval
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
 	toCluster := descendantHandler()
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-cluster").
@@ -222,7 +228,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 	} else {
 		r.setPhase(cl, clusterv1.ClusterPhaseProvisioning)
 	}
-	infra, err := r.Resolver.Get(ctx, r.Client, ref, cl.Namespace)
+	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, cl.Namespace)
 	switch {
 	case apierrors.IsNotFound(err):
 		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse,
@@ -231,9 +237,6 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 	case err != nil:
 		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionUnknown,
 			clusterv1.ClusterInfrastructureInternalErrorReason, err.Error())
-		return ctrl.Result{}, err
-	}
-	if err := r.watcher.Watch(infra.GroupVersionKind()); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := external.EnsureOwned(ctx, r.Client, infra, cl, false, ""); err != nil {

@@ -113,9 +113,14 @@ func (r *Resolver) Get(ctx context.Context, c client.Reader, ref clusterv1.Contr
 	if err != nil {
 		return nil, err
 	}
+	return r.Read(ctx, c, res, client.ObjectKey{Namespace: namespace, Name: ref.Name})
+}
+
+// Read reads the object key of a resolved kind through c.
+func (r *Resolver) Read(ctx context.Context, c client.Reader, res Resolved, key client.ObjectKey) (*Object, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(res.GVK)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, u); err != nil {
+	if err := c.Get(ctx, key, u); err != nil {
 		return nil, err
 	}
 	return &Object{Unstructured: u, Contract: res.Contract}, nil

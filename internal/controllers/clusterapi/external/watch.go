@@ -1,10 +1,13 @@
 package external
 
 import (
+	"context"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -45,4 +48,30 @@ func (w *Watcher) Watch(gvk schema.GroupVersionKind) error {
 	}
 	w.watched[gvk] = true
 	return nil
+}
+
+// Get resolves ref through res, watches its kind and reads the object from the cache the
+// watch fills: a pass of its owner then costs no request. One the cache does not hold is
+// read through live: an object created a moment ago (a MachineSet creates a Machine's
+// InfraMachine just before the Machine) would otherwise make its owner wait for a requeue,
+// its own events reaching the owner only once it is owned. Without a controller (w nil) it
+// reads through live. A write made from a stale copy must carry its resourceVersion
+// (EnsureOwned does) so it fails rather than undo a newer one.
+func (w *Watcher) Get(ctx context.Context, res *Resolver, live client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string) (*Object, error) {
+	if w == nil || w.Controller == nil {
+		return res.Get(ctx, live, ref, namespace)
+	}
+	resolved, err := res.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Watch(resolved.GVK); err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	o, err := res.Read(ctx, w.Cache, resolved, key)
+	if apierrors.IsNotFound(err) {
+		return res.Read(ctx, live, resolved, key)
+	}
+	return o, err
 }

@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machine, _ *clusterv1.Cluster) (ctrl.Result, error) {
 	ref := m.Spec.Bootstrap.ConfigRef
 	if ref.IsDefined() {
-		cfg, err := r.Resolver.Get(ctx, r.Client, ref, m.Namespace)
+		cfg, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace)
 		switch {
 		case apierrors.IsNotFound(err):
 			if !hasBootstrapData(m) {
@@ -73,9 +73,6 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machin
 				clusterv1.MachineBootstrapConfigInternalErrorReason, err.Error())
 			return ctrl.Result{}, err
 		default:
-			if err := r.watcher.Watch(cfg.GroupVersionKind()); err != nil {
-				return ctrl.Result{}, err
-			}
 			if err := external.EnsureOwned(ctx, r.Client, cfg, m, true, m.Spec.ClusterName); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -119,7 +116,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machin
 // and, from v1beta1 providers, terminal failures.
 func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.Machine, _ *clusterv1.Cluster) (ctrl.Result, error) {
 	ref := m.Spec.InfrastructureRef
-	infra, err := r.Resolver.Get(ctx, r.Client, ref, m.Namespace)
+	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace)
 	switch {
 	case apierrors.IsNotFound(err):
 		if isProvisioned(m) && !failed(m) {
@@ -133,9 +130,6 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.M
 	case err != nil:
 		setCondition(m, clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionUnknown,
 			clusterv1.MachineInfrastructureInternalErrorReason, err.Error())
-		return ctrl.Result{}, err
-	}
-	if err := r.watcher.Watch(infra.GroupVersionKind()); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := external.EnsureOwned(ctx, r.Client, infra, m, true, m.Spec.ClusterName); err != nil {
