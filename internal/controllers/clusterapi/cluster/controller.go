@@ -228,7 +228,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, cl *clusterv1.
 	} else {
 		r.setPhase(cl, clusterv1.ClusterPhaseProvisioning)
 	}
-	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, cl.Namespace)
+	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, cl.Namespace, !ptr.Deref(cl.Status.Initialization.InfrastructureProvisioned, false))
 	switch {
 	case apierrors.IsNotFound(err):
 		setCondition(cl, clusterv1.ClusterInfrastructureReadyCondition, metav1.ConditionFalse,

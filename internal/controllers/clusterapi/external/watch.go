@@ -51,13 +51,15 @@ func (w *Watcher) Watch(gvk schema.GroupVersionKind) error {
 }
 
 // Get resolves ref through res, watches its kind and reads the object from the cache the
-// watch fills: a pass of its owner then costs no request. One the cache does not hold is
-// read through live: an object created a moment ago (a MachineSet creates a Machine's
-// InfraMachine just before the Machine) would otherwise make its owner wait for a requeue,
-// its own events reaching the owner only once it is owned. Without a controller (w nil) it
+// watch fills: a pass of its owner then costs no request. It reads through live instead when
+// fresh is set (the owner is waiting on the object's next step, which a cache a moment behind
+// would miss: a provider's steps come fast, and a pass working from the step before costs its
+// owner a status write saying so) and when the cache does not hold the object (created a
+// moment ago: a MachineSet creates a Machine's InfraMachine with the Machine, and the
+// object's own events reach its owner only once it is owned). Without a controller (w nil) it
 // reads through live. A write made from a stale copy must carry its resourceVersion
 // (EnsureOwned does) so it fails rather than undo a newer one.
-func (w *Watcher) Get(ctx context.Context, res *Resolver, live client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string) (*Object, error) {
+func (w *Watcher) Get(ctx context.Context, res *Resolver, live client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string, fresh bool) (*Object, error) {
 	if w == nil || w.Controller == nil {
 		return res.Get(ctx, live, ref, namespace)
 	}
@@ -69,6 +71,9 @@ func (w *Watcher) Get(ctx context.Context, res *Resolver, live client.Reader, re
 		return nil, err
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	if fresh {
+		return res.Read(ctx, live, resolved, key)
+	}
 	o, err := res.Read(ctx, w.Cache, resolved, key)
 	if apierrors.IsNotFound(err) {
 		return res.Read(ctx, live, resolved, key)

@@ -45,7 +45,7 @@ func TestWatcherGetReadsTheCacheThenTheAPIServer(t *testing.T) {
 		return clusterv1.ContractVersionedObjectReference{APIGroup: gvk.Group, Kind: gvk.Kind, Name: name}
 	}
 	for i, name := range []string{"old", "new"} {
-		o, err := w.Get(ctx, res, live, ref(name), "ns")
+		o, err := w.Get(ctx, res, live, ref(name), "ns", false)
 		if err != nil || o.GetName() != name || o.Contract != ContractV1Beta2 {
 			t.Fatalf("Get %s: %v, %v", name, o, err)
 		}
@@ -53,8 +53,11 @@ func TestWatcherGetReadsTheCacheThenTheAPIServer(t *testing.T) {
 			t.Errorf("after reading %s: %d reads from the API server, want %d", name, live.gets, i)
 		}
 	}
-	if _, err := w.Get(ctx, res, live, ref("gone"), "ns"); err == nil {
+	if _, err := w.Get(ctx, res, live, ref("gone"), "ns", false); err == nil {
 		t.Fatal("Get of an object neither the cache nor the API server has: no error")
+	}
+	if _, err := w.Get(ctx, res, live, ref("old"), "ns", true); err != nil || live.gets != 3 {
+		t.Errorf("a fresh Get: %v, %d reads from the API server in all, want 3", err, live.gets)
 	}
 	if ctl.watches != 1 {
 		t.Errorf("%d watches started for one kind, want 1", ctl.watches)

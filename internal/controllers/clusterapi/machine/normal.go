@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *clusterv1.Machine, 
 func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machine, _ *clusterv1.Cluster) (ctrl.Result, error) {
 	ref := m.Spec.Bootstrap.ConfigRef
 	if ref.IsDefined() {
-		cfg, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace)
+		cfg, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace, !hasBootstrapData(m))
 		switch {
 		case apierrors.IsNotFound(err):
 			if !hasBootstrapData(m) {
@@ -116,7 +116,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, m *clusterv1.Machin
 // and, from v1beta1 providers, terminal failures.
 func (r *Reconciler) reconcileInfrastructure(ctx context.Context, m *clusterv1.Machine, _ *clusterv1.Cluster) (ctrl.Result, error) {
 	ref := m.Spec.InfrastructureRef
-	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace)
+	infra, err := r.watcher.Get(ctx, r.Resolver, r.Reader, ref, m.Namespace, !isProvisioned(m))
 	switch {
 	case apierrors.IsNotFound(err):
 		if isProvisioned(m) && !failed(m) {
