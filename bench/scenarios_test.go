@@ -32,7 +32,7 @@ func TestScenariosSmall(t *testing.T) {
 		queue string
 	}{
 		{scenario: "mapi-floor", floorWrites: 6},
-		{scenario: "capi-floor", floorWrites: 9},
+		{scenario: "capi-floor", floorWrites: 10},
 		{scenario: "mirror-floor", floorWrites: 8},
 		{scenario: "migrate-floor", floorWrites: 13},
 		{scenario: "mapi-scale", queue: "machineapi-machineset adds="},
