@@ -43,10 +43,10 @@ const (
 // Reconciler reconciles cluster.x-k8s.io Machines.
 type Reconciler struct {
 	Client client.Client
-	// Reader reads from the API server the InfraMachines and bootstrap configs the cache
-	// does not hold yet (external.Watcher.Get; the others come from the cache: read through
-	// the manager's client, which reads unstructured objects from the API server, they cost
-	// a GET per pass, 1.4 per Machine in capi-scale). It defaults to the manager's API reader.
+	// Reader reads InfraMachines and bootstrap configs from the API server while the Machine
+	// waits on their next step or the cache lacks them; otherwise they come from the cache
+	// (external.Watcher.Get). The manager's client would read them live on every pass: 1.4
+	// GETs per Machine in capi-scale. It defaults to the manager's API reader.
 	Reader   client.Reader
 	Resolver *external.Resolver
 	Remote   *remote.Clients
