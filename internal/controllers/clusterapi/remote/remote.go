@@ -166,7 +166,13 @@ func (c *Clients) nodeCache(ctx context.Context, key client.ObjectKey) (cache.Ca
 	case e.nodes != nil:
 		return e.nodes, nil
 	}
-	nc, err := cache.New(e.cfg, cache.Options{Scheme: scheme.Scheme,
+	// Timeout bounds single requests. On the cache's own config it would also bound its
+	// informer's list and every watch: each watch cut after Timeout, and once the cluster's
+	// Nodes take longer than that to list (5,000 Nodes on a busy API server) a relist never
+	// completes and the cache stays stale for good. The informer bounds its watches itself.
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Timeout = 0
+	nc, err := cache.New(cfg, cache.Options{Scheme: scheme.Scheme,
 		ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: cachetrim.Node}}, ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -14,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +33,7 @@ const ns = "default"
 // Cluster on first use, is stopped when its Cluster is deleted, and every one stops with the
 // manager, which returns only once no informer goroutine is left.
 func TestNodeCachesFollowClustersAndManager(t *testing.T) {
+	t.Parallel()
 	l := labtest.Start(t)
 	admin, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
@@ -119,6 +124,99 @@ func TestNodeCachesFollowClustersAndManager(t *testing.T) {
 		n := informerGoroutines()
 		return n == 0, fmt.Sprintf("%d informer goroutines", n)
 	})
+}
+
+// Timeout bounds single requests to a workload cluster, not the Node cache's list and
+// watches: behind a proxy slower than Timeout, the cache still fills and keeps following
+// the cluster's Nodes. (Bound by it, at 5,000 Nodes on a busy API server a relist outlasted
+// the 10-s default every time and the cache stayed stale for good.)
+func TestNodeCacheIsNotBoundByTheRequestTimeout(t *testing.T) {
+	t.Parallel()
+	l := labtest.Start(t)
+	admin, err := client.New(l.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := remote.New(admin)
+	clients.Timeout = 50 * time.Millisecond
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = clients.Start(ctx) }()
+	newCluster(t, admin, "busy", slowKubeconfig(t, l.KubeconfigPath, 150*time.Millisecond))
+	for i, pid := range []string{"sim://r/z/i-before", "sim://r/z/i-after"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}, Spec: corev1.NodeSpec{ProviderID: pid}}
+		if err := admin.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "Node "+pid+" in the Node cache", func(ctx context.Context) (bool, string) {
+			nodes, err := clients.Nodes(ctx, ns, "busy")
+			if err != nil {
+				return false, err.Error()
+			}
+			var list corev1.NodeList
+			if err := nodes.List(ctx, &list, client.MatchingFields{remote.ProviderIDIndex: pid}); err != nil {
+				return false, err.Error()
+			}
+			return len(list.Items) == 1, fmt.Sprintf("%d Nodes", len(list.Items))
+		})
+	}
+}
+
+// slowKubeconfig returns the kubeconfig at path pointed at a TCP proxy in front of its API
+// server that holds back every chunk of the server's answers for delay.
+func slowKubeconfig(t *testing.T, path string, delay time.Duration) []byte {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var upstream string
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upstream, u.Host = u.Host, ln.Addr().String()
+		c.Server = u.String()
+	}
+	go func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				_ = down.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(up, down); _ = up.Close() }()
+			go func() {
+				defer func() { _ = down.Close() }()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := up.Read(buf)
+					if err != nil {
+						return
+					}
+					time.Sleep(delay)
+					if _, err := down.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func newCluster(t *testing.T, c client.Client, name string, kubeconfig []byte) {
