@@ -103,6 +103,10 @@ type envOptions struct {
 	noManager bool
 	// audit has the API server write an audit log of every write (lab.Options.AuditLog).
 	audit bool
+	// labGC keeps the lab's own garbage collector setting for the API server (the soak, a
+	// test of behaviour rather than a measure, which the test suite runs beside others);
+	// otherwise it runs with Go's defaults, as in a cluster (lab.Options.GoGCDefaults).
+	labGC bool
 }
 
 func startEnvWith(o envOptions) (*env, error) {
@@ -114,7 +118,7 @@ func startEnvWith(o envOptions) (*env, error) {
 	ctx := context.Background()
 	profiling := os.Getenv("MACHINA_BENCH_PROFILE") != ""
 	lo := lab.Options{Dir: filepath.Join(dir, "lab"), FastDisk: true, ControllerManager: true, Profiling: profiling, Progress: os.Stderr,
-		AuditLog: o.audit}
+		AuditLog: o.audit, GoGCDefaults: !o.labGC}
 	renew, leaseDuration, statusEvery := lab.KubeletHeartbeatInterval, lab.NodeMonitorGracePeriod, time.Duration(0)
 	if heartbeat > lab.KubeletHeartbeatInterval {
 		// Production cadence: also a real kubelet's nodeStatusReportFrequency (5m) for an

@@ -150,7 +150,7 @@ func runSoak(o soakOptions) (*soakReport, error) {
 	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, up to %d Machines in %d MachineSets, %s, faults %s, %d manager(s)\n",
 		o.Seed, o.Duration, o.Machines, o.Sets, plat.name, o.Faults, o.Replicas)
 	eo := plat.env
-	eo.noManager, eo.audit = true, o.Replicas > 1
+	eo.noManager, eo.audit, eo.labGC = true, o.Replicas > 1, true
 	e, err := startEnvWith(eo)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,9 @@ import (
 // it, in turn: the audit log itself, a partition through a Proxy, etcd SIGKILLed, etcd's
 // history compacted, and the kube-apiserver SIGKILLed.
 func TestFaults(t *testing.T) {
-	l := labtest.Start(t, func(o *lab.Options) { o.AuditLog = true })
+	// Go's collector defaults here (the benchmarks' setting), the lab's own in
+	// TestEveryKindCreateReadDelete; a restarted API server keeps them.
+	l := labtest.Start(t, func(o *lab.Options) { o.AuditLog, o.GoGCDefaults = true, true })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	admin := clientset(t, l.Config)
@@ -53,6 +55,7 @@ func TestFaults(t *testing.T) {
 	t.Run("CompactEtcd", func(t *testing.T) { compacted = testCompactEtcd(ctx, t, l, admin) })
 	t.Run("RestartAPIServer", func(t *testing.T) {
 		testRestartAPIServer(ctx, t, l, []*kubernetes.Clientset{admin, clientset(t, someone), clientset(t, fromKubeconfig)}, compacted)
+		checkAPIServerGC(ctx, t, admin, true)
 	})
 }
 

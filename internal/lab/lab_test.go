@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	capav1 "sigs.k8s.io/cluster-api-provider-aws/v2/api/v1beta2"
@@ -153,6 +154,7 @@ func TestEveryKindCreateReadDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAPIServerGC(ctx, t, kubernetes.NewForConfigOrDie(l.Config), false)
 
 	crds, err := crd.All()
 	if err != nil {
