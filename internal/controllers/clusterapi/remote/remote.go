@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -170,9 +171,11 @@ func (c *Clients) nodeCache(ctx context.Context, key client.ObjectKey) (cache.Ca
 	// informer's list and every watch: each watch cut after Timeout, and once the cluster's
 	// Nodes take longer than that to list (5,000 Nodes on a busy API server) a relist never
 	// completes and the cache stays stale for good. The informer bounds its watches itself.
+	// Nodes are all it serves, so it needs no discovery (which, unbounded, could hold c.mu
+	// as long as an unresponsive API server keeps a connection open).
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.Timeout = 0
-	nc, err := cache.New(cfg, cache.Options{Scheme: scheme.Scheme,
+	nc, err := cache.New(cfg, cache.Options{Scheme: scheme.Scheme, Mapper: nodeMapper(),
 		ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: cachetrim.Node}}, ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return nil, err
@@ -200,6 +203,13 @@ func (c *Clients) nodeCache(ctx context.Context, key client.ObjectKey) (cache.Ca
 		c.mu.Unlock()
 	})
 	return nc, nil
+}
+
+// nodeMapper maps the one kind a Node cache serves, without asking the API server.
+func nodeMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	return m
 }
 
 // Client returns a client of the workload cluster of the Cluster namespace/name. Its reads
