@@ -49,7 +49,8 @@ type Proxy struct {
 	closed bool
 	conns  map[*proxyConn]struct{}
 
-	stats ProxyStats // updated atomically
+	stats ProxyStats   // updated atomically
+	delay atomic.Int64 // SetDelay's, in nanoseconds
 }
 
 // ProxyStats counts what a Proxy has done.
@@ -94,6 +95,10 @@ func (p *Proxy) Stats() ProxyStats {
 		Forwarded: atomic.LoadInt64(&p.stats.Forwarded),
 	}
 }
+
+// SetDelay holds every chunk the proxy forwards, either way, for d before passing it on: a
+// slow link, on connections open and new alike. Zero forwards at once again.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Cut partitions the clients from the target until Heal. A Drop closes the open connections
 // before Cut returns; after a Stall no byte that reaches the proxy from either side is
@@ -224,6 +229,9 @@ func (p *Proxy) pump(c *proxyConn, done *sync.WaitGroup, src, dst net.Conn) {
 			return
 		}
 		if n > 0 {
+			if d := time.Duration(p.delay.Load()); d > 0 {
+				time.Sleep(d)
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				p.close(c)
 				return

@@ -170,6 +170,25 @@ func TestProxyDrop(t *testing.T) {
 	}
 }
 
+// TestProxyDelay: with a delay every chunk is held that long each way, so an echo takes at
+// least twice it; at zero again it does not wait.
+func TestProxyDelay(t *testing.T) {
+	s := newEchoServer(t)
+	p := newProxy(t, s)
+	c := dial(t, p)
+	p.SetDelay(300 * time.Millisecond)
+	start := time.Now()
+	roundTrip(t, c, "slow")
+	if took := time.Since(start); took < 600*time.Millisecond {
+		t.Errorf("an echo through a 300-ms delay took %s, want at least 600ms", took)
+	}
+	p.SetDelay(0)
+	roundTrip(t, c, "fast")
+	if got := s.received(); got != "slowfast" {
+		t.Errorf("the server received %q, want %q", got, "slowfast")
+	}
+}
+
 // TestProxyStall: a Stall keeps connections open but forwards nothing either way, new ones
 // included; on Heal every connection of the stall is closed, nothing sent during it ever
 // reaches the server, and new connections forward again.

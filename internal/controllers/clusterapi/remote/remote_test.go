@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"runtime"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/remote"
+	"github.com/machina-dev/machina/internal/lab"
 	"github.com/machina-dev/machina/internal/lab/labtest"
 	"github.com/machina-dev/machina/internal/manager"
 	"github.com/machina-dev/machina/internal/scheme"
@@ -162,56 +161,28 @@ func TestNodeCacheIsNotBoundByTheRequestTimeout(t *testing.T) {
 	}
 }
 
-// slowKubeconfig returns the kubeconfig at path pointed at a TCP proxy in front of its API
-// server that holds back every chunk of the server's answers for delay.
+// slowKubeconfig returns the kubeconfig at path pointed at a lab proxy in front of its API
+// server that holds back every chunk, either way, for delay.
 func slowKubeconfig(t *testing.T, path string, delay time.Duration) []byte {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var upstream string
 	for _, c := range cfg.Clusters {
 		u, err := url.Parse(c.Server)
 		if err != nil {
 			t.Fatal(err)
 		}
-		upstream, u.Host = u.Host, ln.Addr().String()
+		p, err := lab.NewProxy(u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		p.SetDelay(delay)
+		u.Host = p.Addr()
 		c.Server = u.String()
 	}
-	go func() {
-		for {
-			down, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				_ = down.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(up, down); _ = up.Close() }()
-			go func() {
-				defer func() { _ = down.Close() }()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := up.Read(buf)
-					if err != nil {
-						return
-					}
-					time.Sleep(delay)
-					if _, err := down.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
 	out, err := clientcmd.Write(*cfg)
 	if err != nil {
 		t.Fatal(err)
