@@ -69,6 +69,7 @@ type Reconciler struct {
 	watcher *external.Watcher
 	probes  prober
 	writes  coalesce.StatusThrottle
+	pace    coalesce.Pacer
 }
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
@@ -83,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reader == nil {
 		r.Reader = mgr.GetAPIReader()
 	}
-	toCluster := descendantHandler()
+	toCluster := descendantHandler(&r.pace)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterapi-cluster").
 		For(&clusterv1.Cluster{}).
@@ -102,13 +103,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // descendantHandler brings a descendant's Cluster back: at once when the descendant comes,
 // goes, starts deleting or moves between Clusters or roles; a second later, coalesced, when
-// only its spec or status moved. A pass lists every descendant, and while thousands of
-// Machines come up a pass per Machine update was the Cluster's largest cost (profiled).
-func descendantHandler() handler.Funcs {
+// only its spec or status moved; and in both cases no sooner than the pacer allows a Cluster
+// of its size. A pass lists every descendant, and while thousands of Machines come up a pass
+// per Machine update, then per Machine creation, was the Cluster's largest cost (profiled).
+func descendantHandler(pace *coalesce.Pacer) handler.Funcs {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	now := func(o client.Object, q queue) {
 		if req, ok := clusterOf(o); ok {
-			q.Add(req)
+			pace.Now(q, req)
 		}
 	}
 	return handler.Funcs{
@@ -118,7 +120,7 @@ func descendantHandler() handler.Funcs {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if progressOnly(e.ObjectOld, e.ObjectNew) {
 				if req, ok := clusterOf(e.ObjectNew); ok {
-					q.AddAfter(req, coalesce.Delay)
+					pace.Later(q, req)
 				}
 				return
 			}
@@ -174,6 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if !controllerutil.ContainsFinalizer(cl, clusterv1.ClusterFinalizer) {
 			r.probes.forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
+			r.pace.Forget(req.NamespacedName)
 		}
 		return res, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,7 +18,7 @@ import (
 
 // Which descendant events bring the Cluster back at once and which wait to be coalesced.
 func TestDescendantHandler(t *testing.T) {
-	h := descendantHandler()
+	h := descendantHandler(&coalesce.Pacer{})
 	ctx := context.Background()
 	machine := func(cluster string, mutate func(*clusterv1.Machine)) *clusterv1.Machine {
 		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
@@ -93,4 +94,30 @@ func drain(q workqueue.TypedRateLimitingInterface[reconcile.Request], wait time.
 func equal(got, want []string) bool {
 	slices.Sort(got)
 	return slices.Equal(got, want)
+}
+
+// A Cluster whose last pass counted many descendants is not brought back at once, not even
+// by a creation: it waits until that pass is PerChild per descendant old.
+func TestDescendantHandlerPacesLargeClusters(t *testing.T) {
+	pace := &coalesce.Pacer{}
+	h := descendantHandler(pace)
+	ctx := context.Background()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: "big"}}}
+
+	const children = 1500 // 1.5 s of space
+	start := time.Now()
+	pace.Passed(types.NamespacedName{Namespace: "ns", Name: "big"}, children)
+	h.Create(ctx, event.CreateEvent{Object: m}, q)
+	if got := drain(q, 0); len(got) != 0 {
+		t.Fatalf("a Cluster of %d descendants was queued at once, right after its pass: %v", children, got)
+	}
+	if got := drain(q, 10*time.Second); !equal(got, []string{"big"}) {
+		t.Fatalf("queued after the pacing: %v, want [big]", got)
+	}
+	if waited := time.Since(start); waited < children*coalesce.PerChild-50*time.Millisecond {
+		t.Fatalf("queued after %v, want no sooner than %v", waited, children*coalesce.PerChild)
+	}
 }

@@ -47,6 +47,7 @@ func (r *Reconciler) listDescendants(ctx context.Context, cl *clusterv1.Cluster)
 			return nil, err
 		}
 	}
+	r.pace.Passed(client.ObjectKeyFromObject(cl), len(mds.Items)+len(mss.Items)+len(mps.Items)+len(ms.Items))
 	d := &descendants{deployments: mds.Items, pools: mps.Items}
 	for _, s := range mss.Items {
 		if ref := metav1.GetControllerOf(&s); ref == nil || ref.Kind != "MachineDeployment" {

@@ -147,3 +147,39 @@ func (r *Resolver) Delete(ctx context.Context, c client.Client, ref clusterv1.Co
 	}
 	return false, nil
 }
+
+// Pass is a Resolver for one pass over many references: each kind is resolved once (a
+// RESTMapper lookup and a CRD read from the cache) and the answer reused for the rest of
+// the pass. A pass over a MachineSet of thousands resolved the same two kinds per Machine.
+type Pass struct {
+	r    *Resolver
+	done map[schema.GroupKind]passAnswer
+}
+
+type passAnswer struct {
+	res Resolved
+	err error
+}
+
+// Pass starts a pass.
+func (r *Resolver) Pass() *Pass { return &Pass{r: r, done: map[schema.GroupKind]passAnswer{}} }
+
+// Resolve is Resolver.Resolve, once per kind in the pass.
+func (p *Pass) Resolve(ctx context.Context, ref clusterv1.ContractVersionedObjectReference) (Resolved, error) {
+	gk := schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind}
+	a, ok := p.done[gk]
+	if !ok {
+		a.res, a.err = p.r.Resolve(ctx, ref)
+		p.done[gk] = a
+	}
+	return a.res, a.err
+}
+
+// Get is Resolver.Get with the kind resolved once per pass.
+func (p *Pass) Get(ctx context.Context, c client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string) (*Object, error) {
+	res, err := p.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return p.r.Read(ctx, c, res, client.ObjectKey{Namespace: namespace, Name: ref.Name})
+}

@@ -71,6 +71,8 @@ type Reconciler struct {
 	expect *expectations
 
 	throttle    coalesce.StatusThrottle
+	pace        coalesce.Pacer
+	seen        clonesSeen
 	initialised sync.Once
 }
 
@@ -132,14 +134,15 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			}
 			if coalesce.StatusOnly(e.ObjectOld, e.ObjectNew) {
 				// A Machine's progress (status, providerID) only moves the set's counts: one
-				// pass a second for all of them (a third of the manager's CPU at thousands of
-				// Machines when it was a pass per event).
+				// pass for all of them a second later, later still for a set of thousands
+				// (coalesce.Pacer; a third of the manager's CPU at thousands of Machines when
+				// it was a pass per event).
 				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
 					if r.nodeForLimitedSet(ctx, req, e.ObjectOld, e.ObjectNew) {
 						q.Add(req)
 						continue
 					}
-					q.AddAfter(req, coalesce.Delay)
+					r.pace.Later(q, req)
 				}
 				return
 			}
@@ -235,6 +238,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
 			r.throttle.Forget(req.NamespacedName)
+			r.pace.Forget(req.NamespacedName)
+			r.seen.keep(req.NamespacedName, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -283,6 +288,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ms *clusterv1.MachineS
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.pace.Passed(client.ObjectKeyFromObject(ms), len(machines))
 	if !complete {
 		// An orphan changed under the adoption: counting without it would create a Machine
 		// too many (and delete one again once it is adopted).

@@ -47,6 +47,7 @@ type Reconciler struct {
 	expect         *expectations
 	// throttle spaces the status writes that only move counts (coalesce.Delay apart).
 	throttle coalesce.StatusThrottle
+	pace     coalesce.Pacer
 }
 
 // +kubebuilder:rbac:groups=machine.openshift.io,resources=machinesets;machinesets/status,verbs=get;list;watch;update;patch
@@ -96,13 +97,14 @@ func (r *Reconciler) machineHandler() handler.TypedEventHandler[client.Object, r
 			}
 			if r.countsOnly(ctx, e.ObjectOld, e.ObjectNew) {
 				// A Machine's progress (phase, nodeRef, the actuator's labels and annotations)
-				// only moves the set's counts: one pass a second for all of them.
+				// only moves the set's counts: one pass for all of them a second later, or
+				// later still for a set of thousands (coalesce.Pacer).
 				for _, req := range r.machineToSets(ctx, e.ObjectNew) {
 					if r.nodeForLimitedSet(ctx, req, e.ObjectOld, e.ObjectNew) {
 						q.Add(req)
 						continue
 					}
-					q.AddAfter(req, coalesce.Delay)
+					r.pace.Later(q, req)
 				}
 				return
 			}
@@ -208,6 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
 			r.throttle.Forget(req.NamespacedName)
+			r.pace.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -238,6 +241,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.pace.Passed(client.ObjectKeyFromObject(ms), len(machines))
 	var scaleErr error
 	if r.expect.satisfied(req.NamespacedName) {
 		scaleErr = r.scale(ctx, ms, machines)
