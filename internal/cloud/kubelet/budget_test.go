@@ -32,3 +32,19 @@ func TestBudgetGrowsWithNodes(t *testing.T) {
 		t.Errorf("sized for no Node: %v/s", b.QPS())
 	}
 }
+
+// A sweep the cloud asks for waits at least 100 ms after the last, longer after a slow sweep
+// (50 times its length), never more than a second.
+func TestTriggeredGap(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{0, 100 * time.Millisecond},
+		{time.Millisecond, 100 * time.Millisecond},
+		{4 * time.Millisecond, 200 * time.Millisecond},
+		{10 * time.Millisecond, 500 * time.Millisecond},
+		{time.Second, time.Second},
+	} {
+		if got := triggeredGap(c.took); got != c.want {
+			t.Errorf("after a sweep of %v: gap %v, want %v", c.took, got, c.want)
+		}
+	}
+}
