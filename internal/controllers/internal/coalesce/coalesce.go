@@ -4,21 +4,17 @@
 // such request of that second into one pass. A pass lists all the children, so at thousands
 // of Machines a pass per update was the largest part of the manager's CPU (profiled in
 // capi-scale -n 3000). Whatever the parent acts on at once (a child created, deleted, adopted,
-// released, relabelled) still brings it back at once.
+// released, relabelled) still brings it back at once. And however it comes back, a parent
+// is paced by its size (Pacer): its passes come no closer than PerChild per child.
 package coalesce
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Delay is how long a parent waits for more of its children's progress before a pass.
@@ -40,25 +36,4 @@ func SameController(old, cur client.Object) bool {
 	ro, rn := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
 	return ro != nil && rn != nil && ro.UID == rn.UID &&
 		old.GetDeletionTimestamp().IsZero() && cur.GetDeletionTimestamp().IsZero()
-}
-
-// MapAfter is handler.EnqueueRequestsFromMapFunc with every request queued Delay later, for a
-// watch whose events only ever move the parent's counts (a Node's readiness for the MachineSet
-// whose Machine it belongs to).
-func MapAfter(fn handler.MapFunc) handler.Funcs {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := func(ctx context.Context, o client.Object, q queue) {
-		for _, req := range fn(ctx, o) {
-			q.AddAfter(req, Delay)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { add(ctx, e.Object, q) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			add(ctx, e.ObjectOld, q)
-			add(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { add(ctx, e.Object, q) },
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { add(ctx, e.Object, q) },
-	}
 }

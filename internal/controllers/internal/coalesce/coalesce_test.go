@@ -47,9 +47,10 @@ func TestStatusOnly(t *testing.T) {
 	}
 }
 
-// MapAfter queues what the map function names only after Delay, for every kind of event.
-func TestMapAfter(t *testing.T) {
-	h := MapAfter(func(_ context.Context, o client.Object) []reconcile.Request {
+// MapLater queues what the map function names only after Delay, for every kind of event.
+func TestMapLater(t *testing.T) {
+	var p Pacer
+	h := p.MapLater(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 	})
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())

@@ -1,11 +1,15 @@
 package coalesce
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -74,4 +78,25 @@ func (p *Pacer) Now(q workqueue.TypedRateLimitingInterface[reconcile.Request], r
 // still when the parent's size asks for more space between its passes.
 func (p *Pacer) Later(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
 	q.AddAfter(req, max(Delay, p.Wait(req.NamespacedName)))
+}
+
+// MapLater is handler.EnqueueRequestsFromMapFunc with every request queued as Later does,
+// for a watch whose events only ever move the parent's counts (a Node's readiness for the
+// MachineSet whose Machine it belongs to).
+func (p *Pacer) MapLater(fn handler.MapFunc) handler.Funcs {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	add := func(ctx context.Context, o client.Object, q queue) {
+		for _, req := range fn(ctx, o) {
+			p.Later(q, req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { add(ctx, e.Object, q) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			add(ctx, e.ObjectOld, q)
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { add(ctx, e.Object, q) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { add(ctx, e.Object, q) },
+	}
 }

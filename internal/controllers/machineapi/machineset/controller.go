@@ -64,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("machineapi-machineset").
 		For(&machinev1beta1.MachineSet{}).
 		Watches(&machinev1beta1.Machine{}, r.machineHandler()).
-		Watches(&corev1.Node{}, coalesce.MapAfter(r.nodeToSets), builder.WithPredicates(gate.NodeChanged)).
+		Watches(&corev1.Node{}, r.pace.MapLater(r.nodeToSets), builder.WithPredicates(gate.NodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 5}).
 		Complete(r)
 }
