@@ -5,17 +5,13 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
+	"github.com/machina-dev/machina/internal/controllers/clusterapi/external/externaltest"
 )
 
 // A Machine whose InfraMachine a pass found, while the Machine controller had not reported
@@ -23,31 +19,18 @@ import (
 // InfraMachine missing, it is read again whatever was seen before.
 func TestFinishCreationsReadsAFoundCloneOnce(t *testing.T) {
 	ctx := context.Background()
-	gvk := schema.GroupVersionKind{Group: "infrastructure.example.com", Version: "v1beta1", Kind: "FooMachine"}
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "foomachines.infrastructure.example.com",
-		Labels: map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta1"}}}
-	crd.Spec.Group = gvk.Group
-	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true}}
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
-	mapper.Add(gvk, meta.RESTScopeNamespace)
-	infra := &unstructured.Unstructured{}
-	infra.SetGroupVersionKind(gvk)
-	infra.SetNamespace("ns")
-	infra.SetName("m")
-	cache := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(infra).Build()}
-	live := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(infra).Build()}
+	kit := externaltest.New(t)
+	infra := externaltest.Object("m")
+	cache := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(infra).Build()}
+	live := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(infra).Build()}
 	r := &Reconciler{Cache: cache, Reader: live,
-		Resolver: &external.Resolver{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd).Build(), Mapper: mapper}}
+		Resolver: &external.Resolver{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(kit.CRD).Build(), Mapper: kit.Mapper}}
 
 	ms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"}}
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-m",
 		CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour)),
 		Annotations:       map[string]string{TemplateHashAnnotation: templateHash(ms)}},
-		Spec: clusterv1.MachineSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: gvk.Group, Kind: gvk.Kind, Name: "m"}}}
+		Spec: clusterv1.MachineSpec{InfrastructureRef: externaltest.Ref("m")}}
 
 	pass := func(want int) {
 		t.Helper()
