@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external/externaltest"
 )
 
@@ -14,10 +12,9 @@ import (
 func TestPassResolvesEachKindOnce(t *testing.T) {
 	ctx := context.Background()
 	kit := externaltest.New(t)
-	crds := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(kit.CRD).Build()}
+	crds := &externaltest.CountingReader{Reader: kit.Store(kit.CRD)}
 	res := &Resolver{Reader: crds, Mapper: kit.Mapper}
-	store := fake.NewClientBuilder().WithScheme(kit.Scheme).
-		WithObjects(externaltest.Object("a"), externaltest.Object("b"), externaltest.Object("c")).Build()
+	store := kit.Store(externaltest.Object("a"), externaltest.Object("b"), externaltest.Object("c"))
 
 	for round := 1; round <= 2; round++ {
 		pass := res.Pass()
@@ -27,8 +24,8 @@ func TestPassResolvesEachKindOnce(t *testing.T) {
 				t.Fatalf("pass %d, Get %s: %v, %v", round, name, o, err)
 			}
 		}
-		if crds.gets != round {
-			t.Fatalf("after %d passes of 4 reads of one kind: %d CRD reads, want %d", round, crds.gets, round)
+		if crds.Gets != round {
+			t.Fatalf("after %d passes of 4 reads of one kind: %d CRD reads, want %d", round, crds.Gets, round)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -19,9 +18,9 @@ func TestWatcherGetReadsTheCacheThenTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	kit := externaltest.New(t)
 	object := externaltest.Object
-	res := &Resolver{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(kit.CRD).Build(), Mapper: kit.Mapper}
-	cached := fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(object("old")).Build()
-	live := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(object("old"), object("new")).Build()}
+	res := &Resolver{Reader: kit.Store(kit.CRD), Mapper: kit.Mapper}
+	cached := kit.Store(object("old"))
+	live := &externaltest.CountingReader{Reader: kit.Store(object("old"), object("new"))}
 	ctl := &watchCounter{}
 	w := &Watcher{Controller: ctl, Cache: readerCache{r: cached}}
 	ref := externaltest.Ref
@@ -30,15 +29,15 @@ func TestWatcherGetReadsTheCacheThenTheAPIServer(t *testing.T) {
 		if err != nil || o.GetName() != name || o.Contract != ContractV1Beta2 {
 			t.Fatalf("Get %s: %v, %v", name, o, err)
 		}
-		if live.gets != i {
-			t.Errorf("after reading %s: %d reads from the API server, want %d", name, live.gets, i)
+		if live.Gets != i {
+			t.Errorf("after reading %s: %d reads from the API server, want %d", name, live.Gets, i)
 		}
 	}
 	if _, err := w.Get(ctx, res, live, ref("gone"), "ns", false); err == nil {
 		t.Fatal("Get of an object neither the cache nor the API server has: no error")
 	}
-	if _, err := w.Get(ctx, res, live, ref("old"), "ns", true); err != nil || live.gets != 3 {
-		t.Errorf("a fresh Get: %v, %d reads from the API server in all, want 3", err, live.gets)
+	if _, err := w.Get(ctx, res, live, ref("old"), "ns", true); err != nil || live.Gets != 3 {
+		t.Errorf("a fresh Get: %v, %d reads from the API server in all, want 3", err, live.Gets)
 	}
 	if ctl.watches != 1 {
 		t.Errorf("%d watches started for one kind, want 1", ctl.watches)
@@ -54,16 +53,6 @@ type watchCounter struct {
 func (c *watchCounter) Watch(source.Source) error {
 	c.watches++
 	return nil
-}
-
-type countingReader struct {
-	client.Reader
-	gets int
-}
-
-func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.gets++
-	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
 // readerCache is a cache whose reads go to a client.

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external"
 	"github.com/machina-dev/machina/internal/controllers/clusterapi/external/externaltest"
@@ -21,10 +20,10 @@ func TestFinishCreationsReadsAFoundCloneOnce(t *testing.T) {
 	ctx := context.Background()
 	kit := externaltest.New(t)
 	infra := externaltest.Object("m")
-	cache := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(infra).Build()}
-	live := &countingReader{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(infra).Build()}
+	cache := &externaltest.CountingReader{Reader: kit.Store(infra)}
+	live := &externaltest.CountingReader{Reader: kit.Store(infra)}
 	r := &Reconciler{Cache: cache, Reader: live,
-		Resolver: &external.Resolver{Reader: fake.NewClientBuilder().WithScheme(kit.Scheme).WithObjects(kit.CRD).Build(), Mapper: kit.Mapper}}
+		Resolver: &external.Resolver{Reader: kit.Store(kit.CRD), Mapper: kit.Mapper}}
 
 	ms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"}}
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-m",
@@ -37,8 +36,8 @@ func TestFinishCreationsReadsAFoundCloneOnce(t *testing.T) {
 		if _, err := r.finishCreations(ctx, ms, []*clusterv1.Machine{m}); err != nil {
 			t.Fatal(err)
 		}
-		if cache.gets != want || live.gets != 0 {
-			t.Fatalf("reads from the cache %d, from the API server %d; want %d and 0", cache.gets, live.gets, want)
+		if cache.Gets != want || live.Gets != 0 {
+			t.Fatalf("reads from the cache %d, from the API server %d; want %d and 0", cache.Gets, live.Gets, want)
 		}
 	}
 	pass(1) // not reported on yet: read
@@ -50,14 +49,4 @@ func TestFinishCreationsReadsAFoundCloneOnce(t *testing.T) {
 	m.Status.Conditions = nil
 	r.seen.keep(client.ObjectKeyFromObject(ms), nil) // a new leader
 	pass(4)
-}
-
-type countingReader struct {
-	client.Reader
-	gets int
-}
-
-func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.gets++
-	return r.Reader.Get(ctx, key, obj, opts...)
 }

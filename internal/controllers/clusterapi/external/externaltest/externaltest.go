@@ -4,6 +4,7 @@
 package externaltest
 
 import (
+	"context"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // GVK is the kind's version.
@@ -54,4 +57,22 @@ func Object(name string) *unstructured.Unstructured {
 // Ref references the FooMachine called name.
 func Ref(name string) clusterv1.ContractVersionedObjectReference {
 	return clusterv1.ContractVersionedObjectReference{APIGroup: GVK.Group, Kind: GVK.Kind, Name: name}
+}
+
+// Store is a fake client of the kit's scheme holding objs: the CRD for a Resolver's Reader,
+// FooMachines for a cache or an API server.
+func (k Kit) Store(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(k.Scheme).WithObjects(objs...).Build()
+}
+
+// CountingReader counts the Gets that pass through it.
+type CountingReader struct {
+	client.Reader
+	Gets int
+}
+
+// Get counts the read and passes it on.
+func (r *CountingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.Gets++
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
