@@ -239,7 +239,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.expect.forget(req.NamespacedName)
 			r.throttle.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
-			r.seen.keep(req.NamespacedName, nil)
+			r.seen.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

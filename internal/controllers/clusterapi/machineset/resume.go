@@ -81,6 +81,13 @@ type clonesSeen struct {
 	bySet map[types.NamespacedName]map[types.UID]bool
 }
 
+// forget drops what is remembered of set (the set is gone, or a test plays a new leader).
+func (c *clonesSeen) forget(set types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.bySet, set)
+}
+
 func (c *clonesSeen) has(set types.NamespacedName, uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,12 +97,12 @@ func (c *clonesSeen) has(set types.NamespacedName, uid types.UID) bool {
 // keep replaces what is remembered of set by this pass's findings, so Machines that left
 // the set, or no longer wait, are forgotten.
 func (c *clonesSeen) keep(set types.NamespacedName, seen map[types.UID]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if len(seen) == 0 {
-		delete(c.bySet, set)
+		c.forget(set)
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.bySet == nil {
 		c.bySet = map[types.NamespacedName]map[types.UID]bool{}
 	}

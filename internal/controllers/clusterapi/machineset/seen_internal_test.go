@@ -47,6 +47,6 @@ func TestFinishCreationsReadsAFoundCloneOnce(t *testing.T) {
 	pass(2) // reported missing: read again
 	pass(3)
 	m.Status.Conditions = nil
-	r.seen.keep(client.ObjectKeyFromObject(ms), nil) // a new leader
+	r.seen.forget(client.ObjectKeyFromObject(ms)) // a new leader
 	pass(4)
 }
