@@ -2,12 +2,12 @@ package machineset
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,23 +59,32 @@ func (r *Reconciler) updateStatus(ctx context.Context, ms *machinev1beta1.Machin
 	return 0, nil
 }
 
-// nodeReadiness maps the name of each Node to its Ready condition, reading the cache's Nodes
-// once per pass and uncopied (none when no Machine has a Node yet). Reading each Machine's
-// Node apart cost more: at 3000 Machines in one set, Gets (each a deep copy of the Node) were
-// a third of the manager's CPU late in a scale-up, and indexed Lists still a quarter.
+// nodeReadiness maps the name of the Node of each Machine not being deleted to its Ready
+// condition, reading
+// each Node from the cache uncopied: the cost follows the set's own Machines, not the
+// cluster's Nodes (listing every Node on each pass was 6 % of the manager with a hundred sets
+// of 50 over 5,000 Nodes). Gets that deep-copied were a third of the manager's CPU at 3,000
+// Machines in one set; uncopied they are a map lookup each.
 func (r *Reconciler) nodeReadiness(ctx context.Context, machines []*machinev1beta1.Machine) (map[string]corev1.NodeCondition, error) {
-	if !slices.ContainsFunc(machines, func(m *machinev1beta1.Machine) bool { return m.Status.NodeRef != nil }) {
-		return nil, nil
-	}
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	ready := make(map[string]corev1.NodeCondition, len(nodes.Items))
-	for i := range nodes.Items {
-		for _, c := range nodes.Items[i].Status.Conditions {
+	var ready map[string]corev1.NodeCondition
+	for _, m := range machines {
+		if m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		var node corev1.Node
+		err := r.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, &node, client.UnsafeDisableDeepCopy)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ready == nil {
+			ready = make(map[string]corev1.NodeCondition, len(machines))
+		}
+		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				ready[nodes.Items[i].Name] = c
+				ready[node.Name] = c
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package machineset
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/machina-dev/machina/internal/scheme"
 )
@@ -59,7 +61,18 @@ func TestUpdateStatusCounts(t *testing.T) {
 		machine("no-node", "", true, false),
 		machine("being-deleted", "deleting", true, true),
 	}
-	r := &Reconciler{Client: c}
+	var read []string
+	lists := 0
+	r := &Reconciler{Client: interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			read = append(read, key.Name)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists++
+			return c.List(ctx, list, opts...)
+		},
+	})}
 	requeue, err := r.updateStatus(context.Background(), ms, machines)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +88,12 @@ func TestUpdateStatusCounts(t *testing.T) {
 	// "ready" becomes available 10 s from now (60 s after its Node turned Ready).
 	if requeue < 9*time.Second || requeue > 11*time.Second {
 		t.Errorf("look again in %v, want about 10s", requeue)
+	}
+
+	// Only the Nodes of the set's Machines not being deleted are read, one by one: the cost
+	// follows the set, not the cluster.
+	if want := []string{"long-ready", "just-ready", "not-ready", "no-conditions", "gone"}; !slices.Equal(read, want) || lists != 0 {
+		t.Errorf("read Nodes %v and listed %d times; want %v and no List", read, lists, want)
 	}
 
 	// No Machine with a Node: no Node is read, nothing is ready.
