@@ -162,7 +162,7 @@ func (s *Server) Launch(_ context.Context, r ec2.LaunchRequest) (ec2.LaunchResul
 	}
 	out := ec2.LaunchResult{Created: true}
 	for _, i := range made {
-		s.inst[i.ID] = i
+		s.setInstance(i)
 		s.toks[i.Token] = tokenRecord{InstanceID: i.ID, RequestHash: r.Hash}
 		out.Instances = append(out.Instances, i.view(now, false))
 	}
@@ -329,8 +329,8 @@ func (s *Server) store(updated map[string]*instance) error {
 	if err != nil {
 		return err
 	}
-	for id, n := range updated {
-		s.inst[id] = n
+	for _, n := range updated {
+		s.setInstance(n)
 	}
 	s.triggerKubelet()
 	return nil

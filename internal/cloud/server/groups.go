@@ -257,7 +257,7 @@ func (s *Server) setInstanceHealth(_ context.Context, r *api.SetInstanceHealthRe
 	if err := s.update(func(tx *bolt.Tx) error { return putJSON(tx, bucketInstances, n.ID, &n) }); err != nil {
 		return nil, err
 	}
-	s.inst[n.ID] = &n
+	s.setInstance(&n)
 	if err := s.reconcileGroupLocked(g, now); err != nil {
 		return nil, err
 	}
@@ -399,7 +399,7 @@ func (s *Server) reconcileGroupLocked(g *group, now time.Time) error {
 		lastErr, launched = err, nil
 	}
 	for _, i := range launched {
-		s.inst[i.ID] = i
+		s.setInstance(i)
 	}
 	if len(launched) > 0 {
 		s.stats.add(0, int64(len(launched)), 0)

@@ -219,7 +219,7 @@ func (s *Server) runInstances(_ context.Context, r *api.RunInstancesRequest) (an
 	if err != nil {
 		return nil, err
 	}
-	s.inst[inst.ID] = inst
+	s.setInstance(inst)
 	s.toks[r.ClientToken] = tokenRecord{InstanceID: inst.ID, RequestHash: hash}
 	s.stats.add(1, 0, 0)
 	s.triggerKubelet()
@@ -265,6 +265,13 @@ func (s *Server) describeInstances(_ context.Context, r *api.DescribeInstancesRe
 		}
 		if len(missing) > 0 {
 			return nil, api.Errorf(api.CodeInstanceNotFound, "instanceIDs", "instance(s) %s do not exist", strings.Join(missing, ", "))
+		}
+	} else if ids, ok := s.byTag.candidates(r.Tags); ok {
+		cands = make([]*instance, 0, len(ids))
+		for id := range ids {
+			if i := s.inst[id]; i != nil {
+				cands = append(cands, i)
+			}
 		}
 	} else {
 		cands = make([]*instance, 0, len(s.inst))
@@ -394,8 +401,8 @@ func (s *Server) terminateLocked(ids []string, reason string, shutdown time.Dura
 	if err != nil {
 		return nil, err
 	}
-	for id, n := range updated {
-		s.inst[id] = &n
+	for _, n := range updated {
+		s.setInstance(&n)
 	}
 	s.stats.add(0, 0, int64(len(updated)))
 	s.triggerKubelet()
@@ -473,7 +480,7 @@ func (s *Server) purgeExpired(now time.Time) error {
 		return err
 	}
 	for _, i := range gone {
-		delete(s.inst, i.ID)
+		s.dropInstance(i.ID)
 	}
 	return nil
 }

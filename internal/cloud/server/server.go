@@ -96,6 +96,7 @@ type Server struct {
 	mu    sync.RWMutex // guards the maps below and serialises writes to db
 	db    *bolt.DB
 	inst  map[string]*instance
+	byTag tagIndex // instance IDs by tag, kept by setInstance and dropInstance
 	toks  map[string]tokenRecord
 	nets  map[string]*network
 	ntoks map[string]string // network client token → network ID
@@ -324,6 +325,7 @@ func (s *Server) Close() {
 // load fills the in-memory indexes from the state file.
 func (s *Server) load() error {
 	s.inst = map[string]*instance{}
+	s.byTag = tagIndex{}
 	s.toks = map[string]tokenRecord{}
 	s.nets = map[string]*network{}
 	s.ntoks = map[string]string{}
@@ -336,7 +338,7 @@ func (s *Server) load() error {
 			if err := json.Unmarshal(v, &i); err != nil {
 				return err
 			}
-			s.inst[i.ID] = &i
+			s.setInstance(&i)
 			return nil
 		}); err != nil {
 			return err
