@@ -73,6 +73,8 @@ type Reconciler struct {
 	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
 	// kinds are left alone (another platform's controller runs them). Empty means every kind.
 	ProviderSpecKinds []string
+	// looks holds the time each Machine's last pass asked to look at its instance again.
+	looks looks
 	// NodeName is the Node this manager runs on (NodeNameEnv): its Machine is not drained or
 	// deleted without AllowManagerNodeDeletionAnnotation. Empty turns the protection off.
 	NodeName string
@@ -108,7 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(cmp.Or(r.Name, "machineapi-machine")).
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.handles),
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !ownEcho(e.ObjectOld, e.ObjectNew) }})).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToMachine), builder.WithPredicates(
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMachine), builder.WithPredicates(
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return nodeHealthChanged(e.ObjectOld, e.ObjectNew) }})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -182,12 +184,16 @@ func without(m map[string]string, keys []string) map[string]string {
 	return out
 }
 
-func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
+// nodeToMachine maps a Node to the Machine its annotation names; the Machine's planned look
+// is forgotten, so the pass the Node's change brings looks at the instance.
+func (r *Reconciler) nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
 	ns, name, ok := strings.Cut(o.GetAnnotations()[NodeMachineAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	r.looks.forget(key)
+	return []reconcile.Request{{NamespacedName: key}}
 }
 
 // Reconcile is one pass over a Machine: gate, finalizer, then the normal or deletion steps.
@@ -195,8 +201,14 @@ func nodeToMachine(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &machinev1beta1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil || !r.handles(m) {
+		r.looks.drop(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	start := time.Now()
+	if wait, early := r.looks.early(m, start); early {
+		return ctrl.Result{RequeueAfter: wait}, nil // a requeue a later pass superseded
+	}
+	defer func() { r.looks.passed(m, start, res, retErr) }() // after the patch below
 	helper := patch.NewHelper(m, r.Client)
 	defer helper.Finish(ctx, m, &res, &retErr)
 

@@ -29,10 +29,14 @@ type fakeActuator struct {
 	state                           string // the instance-state annotation Exists and Create write
 	existsErr, createErr, deleteErr error
 	calls                           []string
+	onExists                        func() // called at each Exists, if set
 }
 
 func (a *fakeActuator) Exists(_ context.Context, m *machinev1beta1.Machine) (bool, error) {
 	a.calls = append(a.calls, "Exists")
+	if a.onExists != nil {
+		a.onExists()
+	}
 	if a.existsErr != nil {
 		return false, a.existsErr
 	}
