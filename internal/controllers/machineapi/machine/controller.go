@@ -48,10 +48,10 @@ const (
 
 // Requeue intervals.
 const (
-	// PendingRequeue is how soon a Machine whose instance is still booting is first looked at
-	// again; then every MaxPendingRequeue (pendingLook).
+	// PendingRequeue is how soon a step that waits on the cloud is tried again: an instance
+	// being deleted, one found booting that this controller did not launch (pendingLook).
 	PendingRequeue = 2 * time.Second
-	// MaxPendingRequeue is the wait between later looks at a booting instance.
+	// MaxPendingRequeue is the wait between looks at a booting instance it launched.
 	MaxPendingRequeue = 20 * time.Second
 	// DrainRequeue is how soon a drain that is not finished is tried again.
 	DrainRequeue = 5 * time.Second
@@ -136,17 +136,17 @@ func nodeHealthChanged(old, cur client.Object) bool {
 
 // ownEcho says whether a Machine update leaves everything this controller acts on as it was:
 // the spec but for the providerID, the metadata (labels, annotations, finalizers, owners,
-// deletion) but for the labels and annotation the actuators record the instance in
-// (outputLabels, InstanceStateAnnotation), and of the status the authority, the Node and
-// the end of a pause (resumed). The
-// rest — providerID, instance labels and state, phase, conditions, addresses,
-// providerStatus — is this controller's own output: such an update is almost always its own
-// write coming back, and a pass for it cost an instance lookup (DescribeInstances on AWS)
-// for nothing. The resync and the Node watch still bring every Machine back.
+// deletion) but for its own finalizer's addition and the labels and annotation the
+// actuators record the instance in (outputLabels, InstanceStateAnnotation), and of the
+// status the authority, the Node and the end of a pause (resumed). The rest — providerID,
+// instance labels and state, phase, conditions, addresses, providerStatus — is this
+// controller's own output: such an update is almost always its own write coming back, and
+// a pass for it cost an instance lookup (DescribeInstances on AWS) for nothing. The resync
+// and the Node watch still bring every Machine back.
 func ownEcho(old, cur client.Object) bool {
 	o, ok1 := old.(*machinev1beta1.Machine)
 	c, ok2 := cur.(*machinev1beta1.Machine)
-	if !ok1 || !ok2 || !o.DeletionTimestamp.Equal(c.DeletionTimestamp) || !slices.Equal(o.Finalizers, c.Finalizers) ||
+	if !ok1 || !ok2 || !o.DeletionTimestamp.Equal(c.DeletionTimestamp) || !sameFinalizersButOurs(o.Finalizers, c.Finalizers) ||
 		!equality.Semantic.DeepEqual(o.OwnerReferences, c.OwnerReferences) ||
 		o.Status.AuthoritativeAPI != c.Status.AuthoritativeAPI || !equality.Semantic.DeepEqual(o.Status.NodeRef, c.Status.NodeRef) ||
 		resumed(o, c) ||
@@ -159,6 +159,17 @@ func ownEcho(old, cur client.Object) bool {
 	os, cs := o.Spec, c.Spec // shallow copies: nothing below writes through them
 	os.ProviderID, cs.ProviderID = nil, nil
 	return equality.Semantic.DeepEqual(os, cs)
+}
+
+// sameFinalizersButOurs says whether cur holds old's finalizers, and at most this
+// controller's added: the pass that stores it goes on to act in the same pass, so the
+// finalizer coming back needs none (it cost an instance lookup per new Machine).
+func sameFinalizersButOurs(old, cur []string) bool {
+	if slices.Equal(old, cur) {
+		return true
+	}
+	return !slices.Contains(old, machinev1beta1.MachineFinalizer) &&
+		slices.Equal(old, slices.DeleteFunc(slices.Clone(cur), func(f string) bool { return f == machinev1beta1.MachineFinalizer }))
 }
 
 // resumed says whether the update ends the Machine's pause (Paused True, then not). A

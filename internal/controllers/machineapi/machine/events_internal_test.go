@@ -21,6 +21,16 @@ func TestStatusEcho(t *testing.T) {
 	if ownEcho(paused, base) {
 		t.Error("the end of a pause, stored by a resumed Machine's pass, brings no pass")
 	}
+	fresh := base.DeepCopy()
+	fresh.Finalizers = []string{"other"}
+	stored := fresh.DeepCopy()
+	stored.Finalizers = append(stored.Finalizers, machinev1beta1.MachineFinalizer)
+	if !ownEcho(fresh, stored) {
+		t.Error("the Machine's finalizer, stored by the pass that goes on to act, brings another pass")
+	}
+	if ownEcho(stored, fresh) {
+		t.Error("the Machine's finalizer taken off brings no pass")
+	}
 	for _, tc := range []struct {
 		what   string
 		change func(*machinev1beta1.Machine)
@@ -109,8 +119,8 @@ func TestNodeHealthChanged(t *testing.T) {
 	}
 }
 
-// A booting instance is looked at again PendingRequeue after its launch, then every
-// MaxPendingRequeue.
+// A booting instance this controller launched is looked at again every MaxPendingRequeue;
+// one it found pending without having launched it, PendingRequeue.
 func TestPendingLook(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	created := func(ago time.Duration) *machinev1beta1.Machine {
@@ -122,8 +132,8 @@ func TestPendingLook(t *testing.T) {
 		want time.Duration
 	}{
 		{&machinev1beta1.Machine{}, PendingRequeue},
-		{created(0), PendingRequeue},
-		{created(time.Second), PendingRequeue},
+		{created(0), MaxPendingRequeue},
+		{created(time.Second), MaxPendingRequeue},
 		{created(3 * time.Second), MaxPendingRequeue},
 		{created(time.Minute), MaxPendingRequeue},
 	} {
