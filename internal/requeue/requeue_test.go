@@ -63,3 +63,37 @@ func TestPatient(t *testing.T) {
 		}
 	}
 }
+
+// Spread keeps the period while the fleet's looks stay under the rate, and lengthens it to
+// fleet/rate beyond; Fleet counts each key once until it is gone.
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		d, def time.Duration
+		n      int
+		rate   float64
+		base   time.Duration
+	}{
+		{0, time.Minute, 0, 5, time.Minute},
+		{0, time.Minute, 300, 5, time.Minute},
+		{0, time.Minute, 1000, 5, 200 * time.Second},
+		{0, time.Minute, 5000, 5, 1000 * time.Second},
+		{2 * time.Second, time.Minute, 5, 5, 2 * time.Second},
+		{2 * time.Second, time.Minute, 5000, 0, 2 * time.Second},
+	} {
+		for range 50 {
+			if got := requeue.Spread(tc.d, tc.def, tc.n, tc.rate); got < tc.base || got > tc.base+tc.base/5 {
+				t.Fatalf("Spread(%v, %v, %d, %v) = %v, outside [%v, %v]", tc.d, tc.def, tc.n, tc.rate, got, tc.base, tc.base+tc.base/5)
+			}
+		}
+	}
+	var f requeue.Fleet
+	for _, k := range []string{"a", "b", "a", "c"} {
+		f.Seen(k)
+	}
+	f.Gone("b")
+	f.Gone("b")
+	f.Gone("z")
+	if f.Len() != 2 {
+		t.Errorf("fleet of %d, want 2 (a and c)", f.Len())
+	}
+}

@@ -76,6 +76,13 @@ func (l *looks) forget(key types.NamespacedName) {
 	l.plan[key] = look{forgot: time.Now()}
 }
 
+// count is how many Machines have a plan: those whose instances the controller resyncs.
+func (l *looks) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.plan)
+}
+
 // drop forgets the Machine key altogether: it is gone.
 func (l *looks) drop(key types.NamespacedName) {
 	l.mu.Lock()

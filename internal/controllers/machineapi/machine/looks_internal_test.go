@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -94,5 +96,30 @@ func TestSupersededLookWaits(t *testing.T) {
 	}
 	if _, ok := r.looks.plan[key]; ok {
 		t.Error("the deleted Machine's plan is kept")
+	}
+}
+
+// The resync of a running Machine's instance is spread by the size of the fleet: with 1,000
+// other Machines resyncing, each is looked at every 200 s (at most DefaultResyncLooks a
+// second), not every minute.
+func TestResyncSpreadOverTheFleet(t *testing.T) {
+	ctx := context.Background()
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
+		Finalizers: []string{machinev1beta1.MachineFinalizer}, Annotations: map[string]string{}}}
+	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"SimMachineProviderSpec"}`)}
+	m.Spec.ProviderID = ptr.To("sim:///sim-east-1a/i-1")
+	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(m).WithStatusSubresource(m).Build()
+	r := &Reconciler{Client: c, APIReader: c, Actuator: &fakeActuator{exists: true, state: "running"}, Recorder: record.NewFakeRecorder(100)}
+	r.looks.plan = map[types.NamespacedName]look{}
+	for i := range 1000 {
+		r.looks.plan[types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("other-", i)}] = look{rv: "1", next: time.Now().Add(time.Minute)}
+	}
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter < 200*time.Second || res.RequeueAfter > 240*time.Second {
+		t.Errorf("resync in %v among 1,000 other Machines, want 200 s to 240 s", res.RequeueAfter)
 	}
 }

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -64,7 +65,8 @@ func (r *Reconciler) afterProvisioned(m *machinev1beta1.Machine) (ctrl.Result, e
 	if m.Annotations[InstanceStateAnnotation] == "pending" {
 		return ctrl.Result{RequeueAfter: pendingLook(m, time.Now())}, nil
 	}
-	return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}, nil
+	// The Machines with a planned look are those whose instances resync.
+	return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.looks.count(), cmp.Or(r.ResyncLooks, DefaultResyncLooks))}, nil
 }
 
 // pendingLook is when a booting instance is looked at again: every MaxPendingRequeue after

@@ -31,6 +31,7 @@ import (
 	cloudclient "github.com/machina-dev/machina/internal/cloud/client"
 	"github.com/machina-dev/machina/internal/gate"
 	"github.com/machina-dev/machina/internal/patch"
+	"github.com/machina-dev/machina/internal/requeue"
 )
 
 // Retry intervals.
@@ -42,14 +43,23 @@ const (
 	DefaultResync    = 60 * time.Second
 )
 
+// DefaultResyncLooks is the most resync looks at running instances a second across the
+// SimMachines, as for the Machine API's Machines (machine.DefaultResyncLooks): beyond 300
+// each resyncs every SimMachines/5 seconds.
+const DefaultResyncLooks = 5.0
+
 // Reconciler reconciles SimMachines.
 type Reconciler struct {
 	Client   client.Client
 	Cloud    *cloudclient.Client
 	Recorder record.EventRecorder
 	Resync   time.Duration
+	// ResyncLooks is the most resync looks a second; DefaultResyncLooks when zero.
+	ResyncLooks float64
 	// MaxConcurrentReconciles defaults to 10.
 	MaxConcurrentReconciles int
+	// running counts the SimMachines whose running instances are resynced.
+	running requeue.Fleet
 }
 
 // +kubebuilder:rbac:groups=infrastructure.machina.dev,resources=simmachines;simmachines/status,verbs=get;list;watch;update;patch
@@ -99,6 +109,7 @@ func (r *Reconciler) clusterToSimMachines(ctx context.Context, o client.Object) 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	sm := &infrav1.SimMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sm); err != nil {
+		r.running.Gone(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(sm, r.Client)

@@ -1,6 +1,7 @@
 package simmachine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -183,7 +184,8 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 			sm.Status.Initialization.Provisioned = ptr.To(true) // InstanceCreated told the story; no event per state
 		}
 		setReady(sm, metav1.ConditionTrue, infrav1.InstanceRunningReason, "")
-		return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}
+		r.running.Seen(client.ObjectKeyFromObject(sm))
+		return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.running.Len(), cmp.Or(r.ResyncLooks, DefaultResyncLooks))}
 	case api.StatePending:
 		setReady(sm, metav1.ConditionFalse, infrav1.InstanceProvisioningReason, "instance "+inst.InstanceID+" is booting")
 		return ctrl.Result{RequeueAfter: PendingRequeue}
@@ -193,6 +195,7 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 			msg += " (" + inst.StateReason + ")"
 		}
 		setReady(sm, metav1.ConditionFalse, infrav1.InstanceTerminatedReason, msg)
+		r.running.Gone(client.ObjectKeyFromObject(sm))
 		return ctrl.Result{RequeueAfter: requeue.Jittered(r.Resync, DefaultResync)}
 	}
 }
