@@ -53,12 +53,13 @@ func (p *clusterPlanner) contextFor(ctx context.Context, kind string) (convert.C
 
 // clusterClient is a client for the cluster cfg names whose scheme knows every registered
 // platform's infrastructure kinds (the fixed scheme knows only the simulated cloud's and AWS's).
+// It can watch: migrate follows the resources in flight (fleet).
 func clusterClient(cfg *rest.Config) (client.Client, error) {
 	s, err := provider.Builtin().Scheme()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: s})
+	return client.NewWithWatch(cfg, client.Options{Scheme: s})
 }
 
 func planCluster(ctx context.Context, f *planFlags, to machinev1beta1.MachineAuthority) ([]planItem, error) {

@@ -178,10 +178,15 @@ func (r *runner) set(it Item, result Outcome, reason string) *Result {
 func (r *runner) stopped() bool { return r.report.PausedBy != "" || r.report.Interrupted }
 
 // wave keeps up to MaxInFlight of w's resources under way until all have finished or the run
-// stops.
+// stops. Resources in flight are read every Poll, and followed by a watch in between: a
+// version the watch brings moves its resource on at once, freeing its place.
 func (r *runner) wave(ctx context.Context, w Wave) {
 	queue := slices.DeleteFunc(slices.Clone(w.Items), func(it Item) bool { return r.result(it).Result != Waiting })
 	r.flying = map[Item]*flight{}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	seen := follow(watchCtx, r.c, r.o.Namespace, w.Kind)
+	pollAt := time.Now().Add(r.o.Poll)
 	for {
 		if ctx.Err() != nil {
 			r.report.Interrupted = true
@@ -195,13 +200,24 @@ func (r *runner) wave(ctx context.Context, w Wave) {
 		if len(r.flying) == 0 && (len(queue) == 0 || r.stopped()) {
 			return
 		}
+		timer := time.NewTimer(time.Until(pollAt))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			r.report.Interrupted = true
 			return
-		case <-time.After(r.o.Poll):
+		case o, ok := <-seen:
+			timer.Stop()
+			if !ok {
+				seen = nil // the watch ended: the reads carry on alone
+			} else if f := r.flying[Item{Kind: w.Kind, Name: o.GetName()}]; f != nil {
+				r.observe(f, o, nil)
+			}
+			continue
+		case <-timer.C:
 		}
 		r.poll(ctx)
+		pollAt = time.Now().Add(r.o.Poll)
 	}
 }
 

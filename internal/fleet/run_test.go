@@ -153,3 +153,21 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("returned %s after the cancel", d)
 	}
 }
+
+// A handover is seen finished when the watch brings its new status, not at the next read:
+// with reads an hour apart, a run of three, one at a time, still finishes at once, and
+// without a single read of a resource.
+func TestRunFollowsWithAWatch(t *testing.T) {
+	w := newWorld(t, 3, func(string) string { return "move" })
+	start := time.Now()
+	rep := w.run(t, context.Background(), Options{MaxInFlight: 1, Poll: time.Hour})
+	if got := results(rep); got != "m-00=migrated m-01=migrated m-02=migrated" {
+		t.Fatalf("results: %s", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s with reads an hour apart", d)
+	}
+	if w.gets.Load() != 0 {
+		t.Errorf("%d reads; the watch alone should have followed the run", w.gets.Load())
+	}
+}
