@@ -21,18 +21,24 @@ import (
 	"github.com/machina-dev/machina/internal/scheme"
 )
 
+// provisionedMachine is a stored Machine API Machine with its finalizer and instance, and a
+// fake client holding it.
+func provisionedMachine() (*machinev1beta1.Machine, client.Client) {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
+		Finalizers: []string{machinev1beta1.MachineFinalizer}, Annotations: map[string]string{}}}
+	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"SimMachineProviderSpec"}`)}
+	m.Spec.ProviderID = ptr.To("sim:///sim-east-1a/i-1")
+	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	return m, fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(m).WithStatusSubresource(m).Build()
+}
+
 // A requeue cannot be taken back, so a look a later pass superseded still arrives: the pass
 // it brings finds the Machine as the last looking pass left it before the planned time, and
 // waits for the plan without a cloud call. A change of the Machine, an event of its Node, or
 // a plan that is due brings a look as before.
 func TestSupersededLookWaits(t *testing.T) {
 	ctx := context.Background()
-	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
-		Finalizers: []string{machinev1beta1.MachineFinalizer}, Annotations: map[string]string{}}}
-	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"SimMachineProviderSpec"}`)}
-	m.Spec.ProviderID = ptr.To("sim:///sim-east-1a/i-1")
-	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(m).WithStatusSubresource(m).Build()
+	m, c := provisionedMachine()
 	a := &fakeActuator{exists: true, state: "running"}
 	r := &Reconciler{Client: c, APIReader: c, Actuator: a, Recorder: record.NewFakeRecorder(100), Resync: time.Minute}
 	key := client.ObjectKeyFromObject(m)
@@ -104,12 +110,7 @@ func TestSupersededLookWaits(t *testing.T) {
 // second), not every minute.
 func TestResyncSpreadOverTheFleet(t *testing.T) {
 	ctx := context.Background()
-	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
-		Finalizers: []string{machinev1beta1.MachineFinalizer}, Annotations: map[string]string{}}}
-	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"SimMachineProviderSpec"}`)}
-	m.Spec.ProviderID = ptr.To("sim:///sim-east-1a/i-1")
-	m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(m).WithStatusSubresource(m).Build()
+	m, c := provisionedMachine()
 	r := &Reconciler{Client: c, APIReader: c, Actuator: &fakeActuator{exists: true, state: "running"}, Recorder: record.NewFakeRecorder(100)}
 	r.looks.plan = map[types.NamespacedName]look{}
 	for i := range 1000 {
