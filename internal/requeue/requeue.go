@@ -51,6 +51,13 @@ func Spread(d, def time.Duration, n int, perSecond float64) time.Duration {
 	return p + time.Duration(rand.Int64N(int64(p/5)+1))
 }
 
+// CloudLooks is the most resync looks a second a controller whose look is a cloud call makes
+// across its fleet, with Spread: a minute's resync holds up to 300 objects, 5,000 resync
+// every 17 minutes (machine-api-operator's providers every 10). EC2 refills an account's
+// bucket for every describe call in a region by 20 a second; a minute's resync at 5,000
+// Machines was 83 a second.
+const CloudLooks = 5.0
+
 // Fleet counts the objects a controller resyncs: Seen by each pass that plans a resync,
 // Gone when the object is. In memory only; a new leader counts anew as its passes come.
 type Fleet struct {

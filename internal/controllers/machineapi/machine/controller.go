@@ -61,13 +61,6 @@ const (
 	DefaultResync = 60 * time.Second
 )
 
-// DefaultResyncLooks is the most resync looks a second the controller makes across its
-// Machines: beyond 300 Machines each resyncs every Machines/5 seconds (5,000: about 17
-// minutes, machine-api-operator's providers' 10). A look is a DescribeInstances on AWS, and
-// EC2 refills an account's bucket for every describe call in a region by 20 a second: a
-// minute's resync at 5,000 Machines was 83 a second.
-const DefaultResyncLooks = 5.0
-
 // Reconciler reconciles machine.openshift.io Machines.
 type Reconciler struct {
 	Client    client.Client
@@ -81,8 +74,6 @@ type Reconciler struct {
 	// ProviderSpecKinds are the providerSpec kinds the Actuator provisions; Machines of other
 	// kinds are left alone (another platform's controller runs them). Empty means every kind.
 	ProviderSpecKinds []string
-	// ResyncLooks is the most resync looks a second; DefaultResyncLooks when zero.
-	ResyncLooks float64
 	// looks holds the time each Machine's last pass asked to look at its instance again.
 	looks looks
 	// NodeName is the Node this manager runs on (NodeNameEnv): its Machine is not drained or

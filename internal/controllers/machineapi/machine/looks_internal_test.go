@@ -106,7 +106,7 @@ func TestSupersededLookWaits(t *testing.T) {
 }
 
 // The resync of a running Machine's instance is spread by the size of the fleet: with 1,000
-// other Machines resyncing, each is looked at every 200 s (at most DefaultResyncLooks a
+// other Machines resyncing, each is looked at every 200 s (at most requeue.CloudLooks a
 // second), not every minute.
 func TestResyncSpreadOverTheFleet(t *testing.T) {
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -65,8 +64,9 @@ func (r *Reconciler) afterProvisioned(m *machinev1beta1.Machine) (ctrl.Result, e
 	if m.Annotations[InstanceStateAnnotation] == "pending" {
 		return ctrl.Result{RequeueAfter: pendingLook(m, time.Now())}, nil
 	}
-	// The Machines with a planned look are those whose instances resync.
-	return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.looks.count(), cmp.Or(r.ResyncLooks, DefaultResyncLooks))}, nil
+	// The Machines with a planned look are those whose instances resync; a look is a cloud
+	// call (DescribeInstances on AWS), so the fleet's resyncs are spread.
+	return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.looks.count(), requeue.CloudLooks)}, nil
 }
 
 // pendingLook is when a booting instance is looked at again: every MaxPendingRequeue after

@@ -60,11 +60,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, ms *machinev1beta1.Machin
 }
 
 // nodeReadiness maps the name of the Node of each Machine not being deleted to its Ready
-// condition, reading
-// each Node from the cache uncopied: the cost follows the set's own Machines, not the
-// cluster's Nodes (listing every Node on each pass was 6 % of the manager with a hundred sets
-// of 50 over 5,000 Nodes). Gets that deep-copied were a third of the manager's CPU at 3,000
-// Machines in one set; uncopied they are a map lookup each.
+// condition, reading each Node from the cache uncopied: the cost follows the set's own
+// Machines, not the cluster's Nodes (listing every Node on each pass was 6 % of the manager
+// with a hundred sets of 50 over 5,000 Nodes). Gets that deep-copied were a third of the
+// manager's CPU at 3,000 Machines in one set; uncopied they are a map lookup each.
 func (r *Reconciler) nodeReadiness(ctx context.Context, machines []*machinev1beta1.Machine) (map[string]corev1.NodeCondition, error) {
 	var ready map[string]corev1.NodeCondition
 	for _, m := range machines {

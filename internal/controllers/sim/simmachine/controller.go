@@ -43,19 +43,12 @@ const (
 	DefaultResync    = 60 * time.Second
 )
 
-// DefaultResyncLooks is the most resync looks at running instances a second across the
-// SimMachines, as for the Machine API's Machines (machine.DefaultResyncLooks): beyond 300
-// each resyncs every SimMachines/5 seconds.
-const DefaultResyncLooks = 5.0
-
 // Reconciler reconciles SimMachines.
 type Reconciler struct {
 	Client   client.Client
 	Cloud    *cloudclient.Client
 	Recorder record.EventRecorder
 	Resync   time.Duration
-	// ResyncLooks is the most resync looks a second; DefaultResyncLooks when zero.
-	ResyncLooks float64
 	// MaxConcurrentReconciles defaults to 10.
 	MaxConcurrentReconciles int
 	// running counts the SimMachines whose running instances are resynced.

@@ -1,7 +1,6 @@
 package simmachine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -185,7 +184,7 @@ func (r *Reconciler) apply(sm *infrav1.SimMachine, inst *api.Instance) ctrl.Resu
 		}
 		setReady(sm, metav1.ConditionTrue, infrav1.InstanceRunningReason, "")
 		r.running.Seen(client.ObjectKeyFromObject(sm))
-		return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.running.Len(), cmp.Or(r.ResyncLooks, DefaultResyncLooks))}
+		return ctrl.Result{RequeueAfter: requeue.Spread(r.Resync, DefaultResync, r.running.Len(), requeue.CloudLooks)}
 	case api.StatePending:
 		setReady(sm, metav1.ConditionFalse, infrav1.InstanceProvisioningReason, "instance "+inst.InstanceID+" is booting")
 		return ctrl.Result{RequeueAfter: PendingRequeue}

@@ -13,7 +13,7 @@ import (
 )
 
 // A running instance's resync is spread by the number of SimMachines with running
-// instances: a minute up to 300, SimMachines/DefaultResyncLooks seconds beyond; a
+// instances: a minute up to 300, SimMachines/requeue.CloudLooks seconds beyond; a
 // terminated instance leaves the count.
 func TestResyncSpreadOverRunningInstances(t *testing.T) {
 	r := &Reconciler{}
